@@ -1,0 +1,164 @@
+"""The package's TF2 checkpoint layout: one function writes it, one restores it with a full diff on mismatch.
+
+Every checkpoint this package writes is a `tf.train.Checkpoint` whose root child `model` is an
+`AlbertPretrainer` (or `AlbertEncoder`); training adds `optimizer`, `step` and the input state beside it.
+Variable keys are object paths such as `model/encoder/groups/0/0/query/kernel/.ATTRIBUTES/VARIABLE_VALUE`.
+
+Restoring first matches the model against the checkpoint's object graph exactly as TensorFlow does (child
+names from the root), and refuses to touch a single variable unless every one of them matches: a config
+that does not fit a checkpoint is reported whole, never half-restored or silently left random.
+"""
+
+import os
+import re
+from typing import Dict, List, Tuple
+
+import tensorflow as tf
+
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+MODEL_KEY = "model"
+_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+_VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
+_MAX_LISTED = 25
+
+
+class CheckpointMismatchError(ValueError):
+  """A checkpoint whose variables do not fit the model; the message lists every difference."""
+
+
+def resolve_checkpoint_path(path: str) -> str:
+  """A checkpoint prefix from a prefix or a directory (meaning the latest checkpoint in it)."""
+  if os.path.isdir(path):
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+      indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")), key=_checkpoint_number)
+      if not indexes:
+        raise FileNotFoundError(f"No checkpoint found in directory {path} (no 'checkpoint' file, no *.index).")
+      latest = indexes[-1][:-len(".index")]
+    return latest
+  if not tf.io.gfile.exists(path + ".index"):
+    raise FileNotFoundError(f"Checkpoint not found: {path} (expected {path}.index).")
+  return path
+
+
+def _checkpoint_number(index_path: str) -> int:
+  match = re.search(r"-(\d+)\.index$", index_path)
+  return int(match.group(1)) if match else -1
+
+
+def save_checkpoint(model: tf.Module, prefix: str) -> str:
+  """Writes the model's variables to `prefix` and marks it the latest checkpoint of its directory.
+
+  Returns the prefix written; `restore_checkpoint` accepts it, or its directory.
+  """
+  directory = os.path.dirname(prefix) or "."
+  tf.io.gfile.makedirs(directory)
+  written = tf.train.Checkpoint(**{MODEL_KEY: model}).write(prefix)
+  tf.compat.v1.train.update_checkpoint_state(directory, written, all_model_checkpoint_paths=[written])
+  return written
+
+
+def _model_variables(model: tf.Module) -> Dict[str, tf.Variable]:
+  """The model's variables keyed by object path, found the way a checkpoint records them."""
+  found, queue, seen = {}, [("", model)], {id(model)}
+  while queue:
+    path, obj = queue.pop(0)
+    for name, child in tf.train.TrackableView(obj).children(obj).items():
+      if id(child) in seen:
+        continue
+      seen.add(id(child))
+      child_path = f"{path}/{name}" if path else name
+      if isinstance(child, tf.Variable):
+        found[child_path] = child
+      else:
+        queue.append((child_path, child))
+  return found
+
+
+def _checkpoint_variables(reader, graph, model_node: int) -> Dict[str, Tuple[str, List[int]]]:
+  """The checkpoint's variables under `model_node`, keyed by object path: (checkpoint key, shape)."""
+  shapes = reader.get_variable_to_shape_map()
+  found, queue, seen = {}, [("", model_node)], {model_node}
+  while queue:
+    path, node_id = queue.pop(0)
+    for child in graph.nodes[node_id].children:
+      if child.node_id in seen:
+        continue
+      seen.add(child.node_id)
+      child_path = f"{path}/{child.local_name}" if path else child.local_name
+      node = graph.nodes[child.node_id]
+      keys = [a.checkpoint_key for a in node.attributes if a.name == _VARIABLE_ATTRIBUTE]
+      if keys:
+        found[child_path] = (keys[0], shapes.get(keys[0]))
+      queue.append((child_path, child.node_id))
+  return found
+
+
+def _list(title: str, items: List[str]) -> str:
+  shown = items[:_MAX_LISTED]
+  more = f"\n    ... and {len(items) - len(shown)} more" if len(items) > len(shown) else ""
+  return f"  {title} ({len(items)}):\n" + "\n".join(f"    {item}" for item in shown) + more
+
+
+def restore_checkpoint(model: tf.Module, path: str) -> str:
+  """Restores every model variable from a checkpoint of this package's layout.
+
+  Args:
+    model: a built `AlbertPretrainer` or `AlbertEncoder` (built here with dummy inputs if needed). An
+      encoder restores from a pretrainer checkpoint's `model/encoder` subtree too.
+    path: a checkpoint prefix, or a directory meaning its latest checkpoint.
+
+  Returns:
+    The checkpoint prefix restored.
+
+  Raises:
+    FileNotFoundError: no checkpoint at `path`.
+    CheckpointMismatchError: listing missing, unexpected and shape-mismatched variables; nothing is
+      restored in that case.
+  """
+  prefix = resolve_checkpoint_path(path)
+  if not model.built and hasattr(model, "dummy_inputs"):
+    model(model.dummy_inputs(), training=False)
+  reader = tf.train.load_checkpoint(prefix)
+  if not reader.has_tensor(_OBJECT_GRAPH_KEY):
+    raise CheckpointMismatchError(
+        f"{prefix} is a name-based (TF1) checkpoint, not an albert-tf checkpoint. Convert a Google "
+        "checkpoint with tools/convert_checkpoint.py --source_format=google.")
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
+  roots = {child.local_name: child.node_id for child in graph.nodes[0].children}
+  if MODEL_KEY not in roots:
+    raise CheckpointMismatchError(
+        f"{prefix} holds no '{MODEL_KEY}' object (it has: {', '.join(sorted(roots)) or 'nothing'}); "
+        "it was not written by albert-tf.")
+  model_node = roots[MODEL_KEY]
+  ours = _model_variables(model)
+  theirs = _checkpoint_variables(reader, graph, model_node)
+  is_encoder_only = not hasattr(model, "encoder")
+  if is_encoder_only and not any(p.startswith("embeddings/") for p in theirs):
+    # An encoder reads the encoder part of a pretrainer checkpoint.
+    encoder_node = next((c.node_id for c in graph.nodes[model_node].children if c.local_name == "encoder"), None)
+    if encoder_node is not None:
+      model_node = encoder_node
+      theirs = _checkpoint_variables(reader, graph, model_node)
+
+  missing = sorted(p for p in ours if p not in theirs)
+  unexpected = sorted(p for p in theirs if p not in ours)
+  mismatched = sorted(
+      f"{p}: model {ours[p].shape.as_list()} vs checkpoint {theirs[p][1]}"
+      for p in ours if p in theirs and ours[p].shape.as_list() != list(theirs[p][1]))
+  if missing or unexpected or mismatched:
+    parts = [f"Checkpoint {prefix} does not fit model '{model.name}' (was it written with another "
+             "albert_config.json?). Nothing was restored."]
+    if missing:
+      parts.append(_list("missing from the checkpoint", missing))
+    if unexpected:
+      parts.append(_list("in the checkpoint but not in the model", unexpected))
+    if mismatched:
+      parts.append(_list("shape mismatches", mismatched))
+    raise CheckpointMismatchError("\n".join(parts))
+
+  for object_path, variable in ours.items():
+    variable.assign(reader.get_tensor(theirs[object_path][0]))
+  return prefix

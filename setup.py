@@ -1,0 +1,33 @@
+"""albert-tf: ALBERT (A Lite BERT) in TensorFlow 2 / tf_keras."""
+
+import setuptools
+
+setuptools.setup(
+    name="albert-tf",
+    version="0.1.0",
+    description="ALBERT pretraining, fine-tuning and export in TensorFlow 2 (tf_keras), "
+                "faithful to google-research/albert and Hugging Face transformers.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]),
+    install_requires=[
+        # tf-models-official 2.20 pins TF 2.20 and tensorflow-text 2.20; keep the four in step.
+        "tensorflow~=2.20.0",
+        "tensorflow-text~=2.20.0",
+        "tf-models-official==2.20.0",
+        "tf-keras~=2.20.0",
+        "sentencepiece",
+        "absl-py",
+        "numpy",
+    ],
+    extras_require={
+        "test": ["pytest", "transformers", "torch==2.13.0", "safetensors"],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "License :: OSI Approved :: Apache Software License",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,0 +1,80 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf.checkpoint import CheckpointMismatchError, restore_checkpoint, save_checkpoint
+from conftest import padded_batch, randomize, tiny_config
+
+
+def saved_pretrainer(tmp_path, **config_overrides):
+  config = tiny_config(**config_overrides)
+  model = albert_tf.AlbertPretrainer(config)
+  model(model.dummy_inputs())
+  randomize(model)
+  prefix = save_checkpoint(model, str(tmp_path / "ckpt" / "model.ckpt-7"))
+  return model, prefix
+
+
+def test_round_trip_from_prefix_and_directory(tmp_path):
+  model, prefix = saved_pretrainer(tmp_path)
+  batch = padded_batch(model.config.vocab_size)
+  expected = model(batch)
+  for path in (prefix, str(tmp_path / "ckpt")):
+    restored = albert_tf.AlbertPretrainer(model.config)
+    assert restore_checkpoint(restored, path) == prefix
+    outputs = restored(batch)
+    for key in expected:
+      np.testing.assert_array_equal(outputs[key], expected[key])
+
+
+def test_encoder_restores_from_pretrainer_checkpoint(tmp_path):
+  model, prefix = saved_pretrainer(tmp_path)
+  encoder = albert_tf.AlbertEncoder(model.config)
+  restore_checkpoint(encoder, prefix)
+  for ours, theirs in zip(encoder.variables, model.encoder.variables):
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_mismatched_config_lists_every_difference_and_restores_nothing(tmp_path):
+  _, prefix = saved_pretrainer(tmp_path, num_hidden_groups=2)
+  other = albert_tf.AlbertPretrainer(tiny_config(intermediate_size=40, embedding_size=32, hidden_size=32))
+  other(other.dummy_inputs())
+  before = [v.numpy().copy() for v in other.variables]
+  with pytest.raises(CheckpointMismatchError) as error:
+    restore_checkpoint(other, prefix)
+  message = str(error.value)
+  assert "Nothing was restored" in message
+  assert "missing from the checkpoint" not in message  # the model needs nothing the checkpoint lacks
+  assert "in the checkpoint but not in the model" in message
+  assert "encoder/groups/1/0/query/kernel" in message  # the second group has no home here
+  assert "encoder/embeddings/projection/kernel" in message  # E == H: no projection in the model
+  assert "shape mismatches" in message
+  assert "encoder/groups/0/0/intermediate/kernel: model [32, 40] vs checkpoint [32, 37]" in message
+  for value, variable in zip(before, other.variables):
+    np.testing.assert_array_equal(value, variable.numpy())
+
+
+def test_missing_variables_are_listed(tmp_path):
+  _, prefix = saved_pretrainer(tmp_path)
+  bigger = albert_tf.AlbertPretrainer(tiny_config(num_hidden_groups=2))
+  with pytest.raises(CheckpointMismatchError, match=r"missing from the checkpoint \(16\)"):
+    restore_checkpoint(bigger, prefix)
+
+
+def test_missing_checkpoint_and_foreign_checkpoints(tmp_path):
+  model = albert_tf.AlbertPretrainer(tiny_config())
+  with pytest.raises(FileNotFoundError, match="expected .*nothing.index"):
+    restore_checkpoint(model, str(tmp_path / "nothing"))
+  with pytest.raises(FileNotFoundError, match="No checkpoint found in directory"):
+    restore_checkpoint(model, str(tmp_path))
+  other = tf.train.Checkpoint(net=tf.Variable(1.0)).write(str(tmp_path / "other" / "ckpt"))
+  with pytest.raises(CheckpointMismatchError, match="holds no 'model' object"):
+    restore_checkpoint(model, other)
+  with tf.Graph().as_default():  # a TF1 name-based checkpoint, as Google's are
+    tf.compat.v1.get_variable("bert/embeddings/word_embeddings", [3, 2])
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      tf1_prefix = tf.compat.v1.train.Saver().save(session, str(tmp_path / "tf1" / "model.ckpt"))
+  with pytest.raises(CheckpointMismatchError, match="name-based \\(TF1\\) checkpoint"):
+    restore_checkpoint(model, tf1_prefix)

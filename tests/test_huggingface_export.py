@@ -1,0 +1,140 @@
+"""The exported folder loads in transformers and computes what our model computes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import albert_tf
+from albert_tf.checkpoint import save_checkpoint
+from albert_tf.huggingface import export_to_hf
+from albert_tf.tokenization import SentencePieceTokenizer
+from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+SHAPES = {
+    "factorized": dict(embedding_size=16),
+    "embedding_equals_hidden": dict(embedding_size=32),
+    "two_groups": dict(num_hidden_groups=2),
+    "two_inner_groups": dict(inner_group_num=2),
+    "groups_and_inner_groups_relu": dict(num_hidden_groups=2, inner_group_num=2, hidden_act="relu"),
+    "exact_gelu": dict(hidden_act="gelu_exact"),
+}
+
+
+def hf_outputs(folder, batch):
+  model, info = transformers.AlbertForPreTraining.from_pretrained(folder, output_loading_info=True)
+  assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+  model.eval()
+  with torch.no_grad():
+    out = model(input_ids=torch.tensor(batch["input_word_ids"].numpy(), dtype=torch.long),
+                attention_mask=torch.tensor(batch["input_mask"].numpy(), dtype=torch.long),
+                token_type_ids=torch.tensor(batch["input_type_ids"].numpy(), dtype=torch.long),
+                output_hidden_states=True)
+    base = model.albert(input_ids=torch.tensor(batch["input_word_ids"].numpy(), dtype=torch.long),
+                        attention_mask=torch.tensor(batch["input_mask"].numpy(), dtype=torch.long),
+                        token_type_ids=torch.tensor(batch["input_type_ids"].numpy(), dtype=torch.long))
+  positions = batch["masked_lm_positions"].numpy()
+  return {"sequence_output": out.hidden_states[-1].numpy(), "pooled_output": base.pooler_output.numpy(),
+          "mlm_logits": np.take_along_axis(out.prediction_logits.numpy(), positions[:, :, None], axis=1),
+          "sop_logits": out.sop_logits.numpy()}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_hugging_face_outputs_equal_ours(tmp_path, shape):
+  config = tiny_config(**SHAPES[shape])
+  model = albert_tf.AlbertPretrainer(config)
+  batch = padded_batch(config.vocab_size)
+  model(batch)
+  randomize(model)
+  ours = dict(model(batch))
+  ours.update(model.encoder(batch))
+  export_to_hf(model, str(tmp_path))
+  theirs = hf_outputs(str(tmp_path), batch)
+  for key, value in theirs.items():
+    np.testing.assert_allclose(value, ours[key], atol=1e-4, rtol=0, err_msg=key)
+
+
+def test_safetensors_file_and_config(tmp_path):
+  model = albert_tf.AlbertPretrainer(tiny_config())
+  model(model.dummy_inputs())
+  export_to_hf(model, str(tmp_path))
+  from safetensors import safe_open
+  with safe_open(str(tmp_path / "model.safetensors"), framework="numpy") as reader:
+    assert reader.metadata() == {"format": "pt"}
+    assert len(reader.keys()) == 32  # transformers' own save_pretrained writes the same 32 keys
+  tensors = safetensors_numpy.load_file(str(tmp_path / "model.safetensors"))
+  kernel = model.encoder.groups[0][0].query.kernel.numpy()
+  np.testing.assert_array_equal(
+      tensors["albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight"], kernel.T)
+  config = json.loads((tmp_path / "config.json").read_text())
+  assert config["model_type"] == "albert" and config["hidden_act"] == "gelu_new"
+  assert (config["pad_token_id"], config["bos_token_id"], config["eos_token_id"]) == (0, 2, 3)
+  assert config["embedding_size"] == 16 and config["num_hidden_groups"] == 1
+
+
+def test_albert_model_loads_backbone_without_missing_weights(tmp_path):
+  model = albert_tf.AlbertPretrainer(tiny_config())
+  model(model.dummy_inputs())
+  export_to_hf(model, str(tmp_path))
+  _, info = transformers.AlbertModel.from_pretrained(str(tmp_path), output_loading_info=True)
+  assert not info["missing_keys"] and not info["mismatched_keys"]
+  # Only the pretraining heads are left over, exactly as for a folder transformers saved itself.
+  assert all(key.startswith(("predictions.", "sop_classifier.")) for key in info["unexpected_keys"])
+
+
+def corpus_lines(name, limit):
+  with open(os.path.join(SHARED, "corpus", name), encoding="utf-8") as reader:
+    return [line.strip() for line, _ in zip(reader, range(limit)) if line.strip()]
+
+
+@requires_shared(SP8K_MODEL)
+def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path):
+  config = albert_tf.AlbertConfig(vocab_size=8000, hidden_size=32, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=40, embedding_size=16)
+  config_file = tmp_path / "albert_config.json"
+  config.to_json_file(str(config_file))
+  model = albert_tf.AlbertPretrainer(config)
+  model(model.dummy_inputs())
+  randomize(model, scale=0.1)
+  save_checkpoint(model, str(tmp_path / "run" / "ckpt-3"))
+  out = tmp_path / "hf"
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "export_hf.py"), f"--albert_config_file={config_file}",
+       f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}", "--keep_accents",
+       f"--output_dir={out}"], capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr
+  assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "special_tokens_map.json",
+                                     "spiece.model", "tokenizer.json", "tokenizer_config.json"]
+
+  ours = SentencePieceTokenizer(SP8K_MODEL, do_lower_case=True, keep_accents=True)
+  theirs = transformers.AlbertTokenizer.from_pretrained(str(out))
+  lines = corpus_lines("en_wiki.txt", 400) + corpus_lines("ko_libreoffice_help.txt", 400)
+  lines += ["대한민국의 수도는[MASK]이다.", "The capital of France is [MASK].", "It costs 1,000 or 3.0, won."]
+  for line in lines:
+    assert theirs(line, add_special_tokens=False)["input_ids"] == ours.encode(line), line
+  pair = theirs("첫 문장", "second one")["input_ids"]
+  assert pair == [ours.cls_id] + ours.encode("첫 문장") + [ours.sep_id] + ours.encode("second one") + [ours.sep_id]
+
+  hf_model = transformers.AlbertForPreTraining.from_pretrained(str(out))
+  batch = padded_batch(config.vocab_size)
+  np.testing.assert_allclose(hf_outputs(str(out), batch)["sop_logits"], model(batch)["sop_logits"], atol=1e-4)
+  assert hf_model.config.vocab_size == 8000
+
+
+def test_export_tool_reports_bad_input(tmp_path):
+  config_file = tmp_path / "albert_config.json"
+  tiny_config().to_json_file(str(config_file))
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "export_hf.py"), f"--albert_config_file={config_file}",
+       f"--checkpoint={tmp_path / 'missing'}", f"--output_dir={tmp_path / 'hf'}"],
+      capture_output=True, text=True, timeout=300)
+  assert result.returncode == 2
+  assert "error: Checkpoint not found" in result.stderr and "Traceback" not in result.stderr
+  assert not (tmp_path / "hf").exists()

@@ -1,0 +1,125 @@
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+import albert_tf
+from albert_tf import layers
+from conftest import REPO, padded_batch, randomize, tiny_config
+
+# transformers.AlbertModel's parameter counts for Google's v2 configs (keras-hub presets agree).
+V2_PARAMETER_COUNTS = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864,
+                       "xxlarge": 222_595_584}
+
+
+@pytest.mark.parametrize("name", sorted(V2_PARAMETER_COUNTS))
+def test_v2_parameter_counts_equal_hugging_face(name):
+  transformers = pytest.importorskip("transformers")
+  torch = pytest.importorskip("torch")
+  path = os.path.join(REPO, "configs", f"albert_{name}.json")
+  encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_json_file(path))
+  encoder(encoder.dummy_inputs())
+  with torch.device("meta"):  # counts shapes without allocating 222M weights
+    hf_model = transformers.AlbertModel(transformers.AlbertConfig.from_json_file(path))
+  hf_count = sum(p.numel() for p in hf_model.parameters())
+  assert encoder.count_params() == hf_count == V2_PARAMETER_COUNTS[name]
+
+
+def test_projection_only_when_embedding_and_hidden_widths_differ():
+  for embedding_size, expect_projection in ((16, True), (32, False)):
+    encoder = albert_tf.AlbertEncoder(tiny_config(embedding_size=embedding_size))
+    encoder(encoder.dummy_inputs())
+    assert (encoder.embeddings.projection is not None) == expect_projection
+    names = [v.name for v in encoder.variables]
+    assert any("embedding_hidden_mapping_in" in n for n in names) == expect_projection
+
+
+def test_parameters_do_not_grow_with_layers():
+  """Cross-layer sharing: 4 or 24 layers over one group have the same parameters."""
+  counts = []
+  for layers_count in (4, 24):
+    encoder = albert_tf.AlbertEncoder(tiny_config(num_hidden_layers=layers_count))
+    encoder(encoder.dummy_inputs())
+    counts.append(encoder.count_params())
+  assert counts[0] == counts[1]
+
+
+def test_groups_and_inner_groups_are_applied_in_google_order():
+  """Layer l runs every inner block of group int(l·G/L), in order."""
+  config = tiny_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
+  encoder = albert_tf.AlbertEncoder(config)
+  batch = padded_batch(config.vocab_size)
+  del batch["masked_lm_positions"]
+  encoder(batch)
+  randomize(encoder)
+  outputs = encoder(batch)
+  assert len(encoder.groups) == 2 and all(len(group) == 2 for group in encoder.groups)
+  assert len(outputs["encoder_outputs"]) == 4
+
+  hidden = encoder.embeddings(batch["input_word_ids"], batch["input_type_ids"])
+  adder = (1.0 - tf.cast(batch["input_mask"][:, None, None, :], tf.float32)) * -10000.0
+  for layer_index, group in enumerate([0, 0, 1, 1]):
+    for block in encoder.groups[group]:
+      hidden = block(hidden, adder)
+    np.testing.assert_allclose(outputs["encoder_outputs"][layer_index], hidden, atol=1e-5)
+  np.testing.assert_allclose(outputs["sequence_output"], hidden, atol=1e-5)
+  np.testing.assert_allclose(outputs["pooled_output"], encoder.pooler(hidden[:, 0]), atol=1e-5)
+
+
+def test_padding_does_not_change_real_positions():
+  config = tiny_config()
+  encoder = albert_tf.AlbertEncoder(config)
+  ids = tf.constant([[5, 6, 7, 8, 0, 0]], tf.int32)
+  mask = tf.constant([[1, 1, 1, 1, 0, 0]], tf.int32)
+  inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": tf.zeros_like(ids)}
+  encoder(inputs)
+  randomize(encoder)
+  padded = encoder(inputs)["sequence_output"][:, :4]
+  other_padding = dict(inputs, input_word_ids=tf.constant([[5, 6, 7, 8, 99, 42]], tf.int32))
+  np.testing.assert_allclose(padded, encoder(other_padding)["sequence_output"][:, :4], atol=1e-5)
+  short = {key: value[:, :4] for key, value in inputs.items()}
+  np.testing.assert_allclose(padded, encoder(short)["sequence_output"], atol=1e-5)
+
+
+def test_pretrainer_output_shapes_and_tied_embeddings():
+  config = tiny_config()
+  pretrainer = albert_tf.AlbertPretrainer(config)
+  outputs = pretrainer(padded_batch(config.vocab_size, batch_size=3, max_predictions=4))
+  assert outputs["mlm_logits"].shape == [3, 4, config.vocab_size]
+  assert outputs["sop_logits"].shape == [3, 2]
+  assert outputs["mlm_logits"].dtype == tf.float32
+  word_tables = [v for v in pretrainer.variables if v.shape == [config.vocab_size, config.embedding_size]]
+  assert len(word_tables) == 1  # the MLM decoder is the word table, not a copy
+
+
+def test_activations_match_their_formulas():
+  x = tf.constant(np.linspace(-4, 4, 33), tf.float32)
+  tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+  np.testing.assert_allclose(layers.get_activation("gelu")(x), tanh_form, atol=1e-6)
+  np.testing.assert_allclose(layers.get_activation("gelu_new")(x), tanh_form, atol=1e-6)
+  exact = 0.5 * x * (1 + tf.math.erf(x / np.sqrt(2.0)))
+  np.testing.assert_allclose(layers.get_activation("gelu_exact")(x), exact, atol=1e-6)
+
+
+@pytest.mark.parametrize("layer", [
+    layers.FactorizedEmbedding(vocab_size=50, embedding_size=8, hidden_size=16, max_position_embeddings=20,
+                               type_vocab_size=3, initializer_range=0.05, dropout_rate=0.1),
+    layers.AlbertTransformerBlock(hidden_size=16, num_attention_heads=2, intermediate_size=20,
+                                  hidden_act="relu", hidden_dropout_prob=0.1),
+    layers.MaskedLMHead(vocab_size=50, embedding_size=8, hidden_act="gelu"),
+    layers.SentenceOrderHead(hidden_size=16),
+], ids=lambda layer: type(layer).__name__)
+def test_layer_get_config_round_trips(layer):
+  config = layer.get_config()
+  clone = type(layer).from_config(config)
+  assert clone.get_config() == config
+  assert tf_keras.utils.get_registered_object(f"albert_tf>{type(layer).__name__}") is type(layer)
+
+
+@pytest.mark.parametrize("model_class", [albert_tf.AlbertEncoder, albert_tf.AlbertPretrainer])
+def test_model_get_config_round_trips(model_class):
+  model = model_class(tiny_config(num_hidden_groups=2))
+  clone = model_class.from_config(model.get_config())
+  assert clone.config == model.config and clone.get_config() == model.get_config()
