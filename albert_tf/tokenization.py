@@ -72,6 +72,9 @@ class SentencePieceTokenizer:
     self.cls_id = self.sp_model.PieceToId("[CLS]")
     self.sep_id = self.sp_model.PieceToId("[SEP]")
     self.mask_id = self.sp_model.PieceToId("[MASK]")
+    # Pieces Google's encode_pieces splits before the comma; lines without them take the fast id path.
+    self._digit_comma_ids = {i for i in range(self.vocab_size)
+                             if re.search(r"\d,$", self.sp_model.IdToPiece(i)) and len(self.sp_model.IdToPiece(i)) > 1}
 
   @property
   def vocab_size(self) -> int:
@@ -90,11 +93,17 @@ class SentencePieceTokenizer:
         pieces.append(piece)
     return pieces
 
-  def tokenize(self, text: str) -> List[str]:
-    """Pieces of `text`; `[CLS]`, `[SEP]`, `[MASK]` in the text stay single pieces."""
+  def tokenize(self, text: str, special_tokens_in_text: bool = True) -> List[str]:
+    """Pieces of `text`.
+
+    Args:
+      text: the text.
+      special_tokens_in_text: `[CLS]`, `[SEP]`, `[MASK]` written in the text become those pieces (as in
+        Hugging Face's tokenizer). Pretraining data turns this off: Google's tool encodes them as text.
+    """
     pieces = []
-    for chunk in _SPECIAL_IN_TEXT.split(text):
-      if chunk in ("[CLS]", "[SEP]", "[MASK]"):
+    for chunk in _SPECIAL_IN_TEXT.split(text) if special_tokens_in_text else [text]:
+      if special_tokens_in_text and chunk in ("[CLS]", "[SEP]", "[MASK]"):
         pieces.append(chunk)
       else:
         chunk = preprocess_text(chunk, self.do_lower_case, self.keep_accents)
@@ -108,6 +117,10 @@ class SentencePieceTokenizer:
   def convert_ids_to_tokens(self, ids: List[int]) -> List[str]:
     return [self.sp_model.IdToPiece(int(i)) for i in ids]
 
-  def encode(self, text: str) -> List[int]:
-    """Ids of `text` without `[CLS]`/`[SEP]` around it."""
-    return self.convert_tokens_to_ids(self.tokenize(text))
+  def encode(self, text: str, special_tokens_in_text: bool = True) -> List[int]:
+    """Ids of `text` without `[CLS]`/`[SEP]` around it (see `tokenize`)."""
+    if not special_tokens_in_text or not _SPECIAL_IN_TEXT.search(text):
+      ids = self.sp_model.EncodeAsIds(preprocess_text(text, self.do_lower_case, self.keep_accents))
+      if not self._digit_comma_ids.intersection(ids):
+        return ids
+    return self.convert_tokens_to_ids(self.tokenize(text, special_tokens_in_text))

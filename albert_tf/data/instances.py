@@ -1,0 +1,279 @@
+"""ALBERT pretraining instances: sentence-order pairs and n-gram masking, as Google's original.
+
+This module is the algorithm of Google's `create_pretraining_data.py` on token ids:
+`create_instances_from_document` (SOP pairing, `truncate_seq_pair`) and `create_masked_lm_predictions`
+(n-gram masking with sizes ∝ 1/n, SentencePiece whole words, 80/10/10 per token, Google's
+`num_to_predict`). Two things differ on purpose, neither visible in the statistics:
+
+- every random draw comes from the `random.Random` passed in (Google draws n-gram sizes from NumPy's
+  unseeded global RNG, so its output cannot be reproduced);
+- the "random other document" of single-segment chunks is drawn from the documents at hand (a block of the
+  corpus, see `albert_tf.data.writer`) rather than from the whole corpus held in memory.
+"""
+
+import dataclasses
+import random
+from typing import List, NamedTuple, Sequence
+
+SINGLE_SEGMENT_POLICIES = ("random_document", "split_sentence", "skip")
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+  """The flags of Google's tool that shape instances (same names and defaults).
+
+  Attributes:
+    max_seq_length: tokens per instance, including [CLS] and two [SEP].
+    max_predictions_per_seq: most masked positions per instance (per masking pass).
+    masked_lm_prob: fraction of tokens to mask.
+    short_seq_prob: probability of a document using a random shorter target length.
+    ngram: longest n-gram masked at once.
+    favor_shorter_ngram: n-gram size probabilities ∝ 1/n (else reversed).
+    do_whole_word_mask: mask whole SentencePiece words.
+    do_permutation: also permute a second set of n-grams (Google's experimental option).
+    random_next_sentence: NSP-style negatives (random document) instead of swapped segments.
+    single_segment_policy: what a chunk of a single sentence becomes: "random_document" (Google: segment B
+      from a random other document, label 1), "split_sentence" (split the sentence at a random token and
+      swap with p=0.5), or "skip".
+  """
+
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  ngram: int = 3
+  favor_shorter_ngram: bool = True
+  do_whole_word_mask: bool = True
+  do_permutation: bool = False
+  random_next_sentence: bool = False
+  single_segment_policy: str = "random_document"
+
+  def __post_init__(self):
+    if self.max_seq_length < 8:
+      raise ValueError(f"--max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP] plus text), "
+                       f"got {self.max_seq_length}.")
+    if self.max_predictions_per_seq < 1:
+      raise ValueError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}.")
+    if not 0.0 <= self.masked_lm_prob < 1.0:
+      raise ValueError(f"--masked_lm_prob must be in [0, 1), got {self.masked_lm_prob}.")
+    if not 0.0 <= self.short_seq_prob <= 1.0:
+      raise ValueError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}.")
+    if self.ngram < 1:
+      raise ValueError(f"--ngram must be at least 1, got {self.ngram}.")
+    if self.single_segment_policy not in SINGLE_SEGMENT_POLICIES:
+      raise ValueError(f"--single_segment_policy must be one of {', '.join(SINGLE_SEGMENT_POLICIES)}, "
+                       f"got {self.single_segment_policy!r}.")
+
+  @property
+  def num_label_slots(self) -> int:
+    """Length of the masked_lm_* features: doubled by `do_permutation`, as in Google's files."""
+    return self.max_predictions_per_seq * (2 if self.do_permutation else 1)
+
+  def ngram_cumulative_probabilities(self) -> List[float]:
+    weights = [1.0 / n for n in range(1, self.ngram + 1)]
+    if not self.favor_shorter_ngram:
+      weights.reverse()
+    total, running, cumulative = sum(weights), 0.0, []
+    for weight in weights:
+      running += weight / total
+      cumulative.append(running)
+    return cumulative
+
+
+class Vocabulary(NamedTuple):
+  """What masking needs to know of the SentencePiece vocabulary, by id."""
+
+  size: int
+  cls_id: int
+  sep_id: int
+  mask_id: int
+  is_start_piece: Sequence[bool]  # Google's `_is_start_piece_sp` of every piece
+
+
+class Instance(NamedTuple):
+  """One training example before padding."""
+
+  input_ids: List[int]
+  segment_ids: List[int]
+  token_boundary: List[int]
+  masked_lm_positions: List[int]
+  masked_lm_ids: List[int]
+  sentence_order_label: int  # 1: B before A (swapped) or B from another document
+
+
+_START_PIECE_PUNCTUATION = set('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+_LATIN_LOWER = set("abcdefghijklmnopqrstuvwxyz")
+
+
+def is_start_piece(piece: str) -> bool:
+  """Google's SentencePiece word-start rule: a piece starts a word unless it is lowercase-Latin letters or
+  punctuation without the "▁" prefix (so CJK, digits and accented letters always start a new word)."""
+  return (piece.startswith("\u2581") or piece.startswith("<") or piece in _START_PIECE_PUNCTUATION or
+          not all(char.lower() in _LATIN_LOWER or char in _START_PIECE_PUNCTUATION for char in piece))
+
+
+def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int], max_num_tokens: int, rng: random.Random):
+  """Trims the longer segment one token at a time, from the front or the back at random, until both fit."""
+  while len(tokens_a) + len(tokens_b) > max_num_tokens:
+    longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    if rng.random() < 0.5:
+      del longer[0]
+    else:
+      longer.pop()
+
+
+def _sentence_order_pair(chunk: List[List[int]], documents, document_index: int, target_seq_length: int,
+                         options: InstanceOptions, rng: random.Random):
+  """Splits a chunk of sentences into segments A and B with the sentence-order label.
+
+  Returns (tokens_a, tokens_b, label, unused_sentences) or None when the chunk yields no instance;
+  `unused_sentences` are handed back to the document, as Google does for random-document pairs.
+  """
+  a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+  tokens_a = [token for sentence in chunk[:a_end] for token in sentence]
+  single = len(chunk) == 1
+  if single and options.single_segment_policy != "random_document" and not options.random_next_sentence:
+    if options.single_segment_policy == "skip" or len(tokens_a) < 2:
+      return None
+    split = rng.randint(1, len(tokens_a) - 1)
+    tokens_a, tokens_b = tokens_a[:split], tokens_a[split:]
+    if rng.random() < 0.5:
+      return tokens_b, tokens_a, 1, 0
+    return tokens_a, tokens_b, 0, 0
+  if single or (options.random_next_sentence and rng.random() < 0.5):
+    # Segment B from another document; the sentences of this chunk after A go back to the document.
+    target_b_length = target_seq_length - len(tokens_a)
+    for _ in range(10):
+      random_index = rng.randint(0, len(documents) - 1)
+      if random_index != document_index:
+        break
+    random_document = documents[random_index]
+    tokens_b = []
+    for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
+      tokens_b.extend(sentence)
+      if len(tokens_b) >= target_b_length:
+        break
+    return tokens_a, tokens_b, 1, len(chunk) - a_end
+  tokens_b = [token for sentence in chunk[a_end:] for token in sentence]
+  if not options.random_next_sentence and rng.random() < 0.5:
+    return tokens_b, tokens_a, 1, 0  # sentence order swapped
+  return tokens_a, tokens_b, 0, 0
+
+
+def create_instances_from_document(documents: Sequence[Sequence[List[int]]], document_index: int,
+                                   options: InstanceOptions, vocab: Vocabulary,
+                                   rng: random.Random) -> List[Instance]:
+  """Google's `create_instances_from_document`: chunks of whole sentences → `[CLS] A [SEP] B [SEP]`.
+
+  Args:
+    documents: documents of sentences of token ids; a random other document comes from here.
+    document_index: the document to cut into instances.
+    options: the instance flags.
+    vocab: the vocabulary tables.
+    rng: the source of every random choice.
+  """
+  document = documents[document_index]
+  max_num_tokens = options.max_seq_length - 3
+  target_seq_length = max_num_tokens
+  if rng.random() < options.short_seq_prob:
+    target_seq_length = rng.randint(2, max_num_tokens)
+
+  instances = []
+  chunk, chunk_length, i = [], 0, 0
+  while i < len(document):
+    chunk.append(document[i])
+    chunk_length += len(document[i])
+    if i == len(document) - 1 or chunk_length >= target_seq_length:
+      pair = _sentence_order_pair(chunk, documents, document_index, target_seq_length, options, rng)
+      if pair is not None:
+        tokens_a, tokens_b, label, unused_sentences = pair
+        i -= unused_sentences
+        truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+        if tokens_a and tokens_b:
+          tokens = [vocab.cls_id] + tokens_a + [vocab.sep_id] + tokens_b + [vocab.sep_id]
+          segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+          instances.append(create_masked_lm_predictions(tokens, segment_ids, label, options, vocab, rng))
+      chunk, chunk_length = [], 0
+    i += 1
+  return instances
+
+
+def _word_groups(tokens: List[int], options: InstanceOptions, vocab: Vocabulary):
+  """Candidate words (lists of positions) and the token_boundary feature, skipping [CLS]/[SEP]."""
+  words, boundary = [], [0] * len(tokens)
+  is_start, specials, whole_words = vocab.is_start_piece, (vocab.cls_id, vocab.sep_id), options.do_whole_word_mask
+  for position, token in enumerate(tokens):
+    if token in specials:
+      boundary[position] = 1
+    elif is_start[token]:
+      words.append([position])
+      boundary[position] = 1
+    elif whole_words and words:
+      words[-1].append(position)  # a continuation piece joins the previous word, as in Google's code
+    else:
+      words.append([position])
+  return words, boundary
+
+
+def _select_ngrams(words: List[List[int]], budget: int, covered: set, cumulative: List[float],
+                   rng: random.Random) -> List[int]:
+  """Picks whole-word n-grams in random order until `budget` positions are chosen (Google's loop).
+
+  For each word start, in a random order, an n-gram size is drawn with probabilities ∝ 1/n; sizes that
+  would overshoot the budget fall back to shorter n-grams, and n-grams touching a covered position are
+  skipped. The random order is a lazy Fisher-Yates shuffle: only the prefix that is used gets drawn.
+  """
+  chosen = []
+  order = list(range(len(words)))
+  for step in range(len(order)):
+    if len(chosen) >= budget:
+      break
+    swap = rng.randint(step, len(order) - 1)
+    order[step], order[swap] = order[swap], order[step]
+    start = order[step]
+    draw = rng.random()
+    n = next((size for size, bound in enumerate(cumulative, 1) if draw < bound), len(cumulative))
+    positions = [p for word in words[start:start + n] for p in word]
+    while len(chosen) + len(positions) > budget and n > 1:
+      n -= 1
+      positions = [p for word in words[start:start + n] for p in word]
+    if len(chosen) + len(positions) > budget or any(p in covered for p in positions):
+      continue
+    covered.update(positions)
+    chosen.extend(positions)
+  return chosen
+
+
+def create_masked_lm_predictions(tokens: List[int], segment_ids: List[int], sentence_order_label: int,
+                                 options: InstanceOptions, vocab: Vocabulary, rng: random.Random) -> Instance:
+  """Google's `create_masked_lm_predictions`: n-gram masking with 80% [MASK], 10% kept, 10% random."""
+  words, boundary = _word_groups(tokens, options, vocab)
+  output = list(tokens)
+  if options.masked_lm_prob == 0:
+    return Instance(output, segment_ids, boundary, [], [], sentence_order_label)
+  num_to_predict = min(options.max_predictions_per_seq,
+                       max(1, int(round(len(tokens) * options.masked_lm_prob))))
+  cumulative = options.ngram_cumulative_probabilities()
+  covered = set()
+  masked = _select_ngrams(words, num_to_predict, covered, cumulative, rng)
+  for position in masked:
+    if rng.random() < 0.8:
+      output[position] = vocab.mask_id
+    elif rng.random() >= 0.5:  # else: keep the original token
+      output[position] = rng.randint(0, vocab.size - 1)
+  predictions = [(position, tokens[position]) for position in masked]
+
+  if options.do_permutation:
+    # A second, disjoint set of n-grams whose tokens are shuffled among themselves; labels are the tokens
+    # that stood there before.
+    selected = sorted(_select_ngrams(words, num_to_predict, covered, cumulative, rng))
+    sources = list(selected)
+    rng.shuffle(sources)
+    before = list(output)
+    for target, source in zip(selected, sources):
+      output[target] = before[source]
+    predictions += [(position, before[position]) for position in selected]
+
+  predictions.sort()
+  return Instance(output, segment_ids, boundary, [p for p, _ in predictions], [label for _, label in predictions],
+                  sentence_order_label)

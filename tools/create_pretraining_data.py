@@ -1,0 +1,82 @@
+"""Creates ALBERT pretraining TFRecords (sentence-order pairs, n-gram masking) from text.
+
+  python tools/create_pretraining_data.py --input_file=corpus/*.txt \
+      --output_file=data/train-0.tfrecord,data/train-1.tfrecord --spm_model_file=spm.model \
+      --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10 --num_workers=8
+
+Flags and defaults are those of Google's create_pretraining_data.py, and so are the features of the
+records; --num_workers, --single_segment_policy, --keep_accents and --shuffle_window are ours.
+"""
+
+import os
+
+from absl import flags
+from absl import logging
+
+from albert_tf import cli
+from albert_tf.data import pretraining_data
+from albert_tf.data.instances import SINGLE_SEGMENT_POLICIES, InstanceOptions
+from albert_tf.input_pipeline import expand_input_patterns
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Input text files or globs (comma-separated): one sentence per line, "
+                    "a blank line between documents.")
+flags.DEFINE_string("output_file", None, "Output TFRecord file, or a comma-separated list of shards.")
+flags.DEFINE_string("spm_model_file", None, "The SentencePiece model.")
+flags.DEFINE_string("vocab_file", None, "Accepted for compatibility with Google's commands; the vocabulary "
+                    "is read from --spm_model_file.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (uncased models).")
+flags.DEFINE_bool("keep_accents", False, "Keep diacritical marks (Google strips them; other scripts are never "
+                  "altered).")
+flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
+flags.DEFINE_bool("do_permutation", False, "Also permute a second set of n-grams (Google's experimental option).")
+flags.DEFINE_bool("favor_shorter_ngram", True, "N-gram sizes with probabilities proportional to 1/n.")
+flags.DEFINE_bool("random_next_sentence", False, "NSP-style negatives (B from a random document) instead of "
+                  "sentence-order swaps.")
+flags.DEFINE_enum("single_segment_policy", "random_document", SINGLE_SEGMENT_POLICIES,
+                  "A chunk of one sentence: B from a random other document, labelled 1 (Google's behaviour); "
+                  "split_sentence: split the sentence and swap with p=0.5; skip.")
+flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
+flags.DEFINE_integer("ngram", 3, "Longest n-gram to mask.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked positions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice: same seed, same bytes.")
+flags.DEFINE_integer("dupe_factor", 40, "Passes over the corpus, each with different masks.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length for a document.")
+flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes; the output does not depend on it.")
+flags.DEFINE_integer("shuffle_window", 20000, "Records held for shuffling before writing; bounds memory.")
+
+
+def main(argv):
+  del argv
+  options = InstanceOptions(
+      max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, ngram=FLAGS.ngram,
+      favor_shorter_ngram=FLAGS.favor_shorter_ngram, do_whole_word_mask=FLAGS.do_whole_word_mask,
+      do_permutation=FLAGS.do_permutation, random_next_sentence=FLAGS.random_next_sentence,
+      single_segment_policy=FLAGS.single_segment_policy)
+  expected_predictions = int(round(FLAGS.masked_lm_prob * FLAGS.max_seq_length))
+  if FLAGS.max_predictions_per_seq < expected_predictions:
+    logging.warning(
+        "--max_predictions_per_seq=%d is below masked_lm_prob × max_seq_length = %d: full-length sequences "
+        "will have only %.1f%% of their tokens masked, not %.0f%%. Use --max_predictions_per_seq=%d.",
+        FLAGS.max_predictions_per_seq, expected_predictions,
+        100.0 * FLAGS.max_predictions_per_seq / FLAGS.max_seq_length, 100 * FLAGS.masked_lm_prob,
+        expected_predictions)
+  if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
+    raise FileNotFoundError(f"--vocab_file not found: {FLAGS.vocab_file}")
+  summary = pretraining_data.create_pretraining_data(
+      input_files=expand_input_patterns(FLAGS.input_file),
+      output_files=[path for path in FLAGS.output_file.split(",") if path],
+      tokenizer_options=pretraining_data.TokenizerOptions(
+          FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.keep_accents),
+      options=options, dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
+      num_workers=FLAGS.num_workers, shuffle_window=FLAGS.shuffle_window)
+  for line in summary.lines():
+    print(line)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
+  cli.run(main)

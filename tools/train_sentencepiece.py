@@ -1,0 +1,49 @@
+"""Trains a SentencePiece vocabulary laid out like Google's ALBERT `spiece.model`.
+
+  python tools/train_sentencepiece.py --input='corpus/ko_*.txt' --model_prefix=vocab/spiece \
+      --vocab_size=30000 --character_coverage=0.9995
+
+writes vocab/spiece.model and vocab/spiece.vocab with ids 0-4 `<pad> <unk> [CLS] [SEP] [MASK]`. The input
+is Google's pretraining text (one sentence per line, a blank line between documents), lower-cased and
+accent-stripped here exactly as the tokenizer will: pass the same --do_lower_case and --keep_accents to
+training and to every later tool.
+"""
+
+import os
+
+from absl import flags
+
+from albert_tf import cli
+from albert_tf import vocab
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_list("input", None, "Text files or globs, comma-separated, in Google's pretraining format.")
+flags.DEFINE_string("model_prefix", None, "Output path without extension: writes <prefix>.model and .vocab.")
+flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, the 5 special tokens included.")
+flags.DEFINE_float("character_coverage", 0.9995,
+                   "Fraction of characters to cover: 0.9995 for Korean, Japanese, Chinese; 1.0 for small "
+                   "alphabets.")
+flags.DEFINE_enum("model_type", "unigram", vocab.MODEL_TYPES, "SentencePiece model type (Google's: unigram).")
+flags.DEFINE_bool("do_lower_case", True, "Whether to lower-case the text (Google's default: True).")
+flags.DEFINE_bool("keep_accents", False, "Whether to keep accents (Google strips them).")
+flags.DEFINE_integer("input_sentence_size", 10_000_000,
+                     "Lines sampled from the corpus for training; 0 means all of them.")
+flags.DEFINE_list("user_defined_symbols", [], "Pieces always kept whole, comma-separated; ids 5, 6, ...")
+flags.DEFINE_integer("num_threads", os.cpu_count(), "Training threads.")
+
+
+def main(argv):
+  del argv
+  model_path = vocab.train_sentencepiece(
+      FLAGS.input, FLAGS.model_prefix, vocab_size=FLAGS.vocab_size,
+      character_coverage=FLAGS.character_coverage, model_type=FLAGS.model_type,
+      do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
+      input_sentence_size=FLAGS.input_sentence_size, user_defined_symbols=FLAGS.user_defined_symbols,
+      num_threads=FLAGS.num_threads)
+  print(f"Wrote {model_path} and {os.path.splitext(model_path)[0]}.vocab")
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input", "model_prefix"])
+  cli.run(main)
