@@ -12,6 +12,7 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]),
+    package_data={"albert_tf": ["sample_data/*"]},
     install_requires=[
         # tf-models-official 2.20 pins TF 2.20 and tensorflow-text 2.20; keep the four in step.
         "tensorflow~=2.20.0",

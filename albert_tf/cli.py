@@ -1,5 +1,6 @@
 """Running the absl tools: bad input ends with one clear line on stderr, not a traceback."""
 
+import logging
 import sys
 
 from absl import app
@@ -15,6 +16,8 @@ def run(main):
   """`absl.app.run(main)`, printing `error: <message>` and exiting with status 2 on bad input."""
 
   def guarded_main(argv):
+    # TensorFlow's own INFO lines (saver internals) would bury the progress lines.
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
     try:
       return main(argv)
     except USER_ERRORS as error:

@@ -6,11 +6,23 @@ The files follow the layout of Google's `create_pretraining_data.py`, which our 
 `next_sentence_labels` value, the sentence-order label (1 = swapped or from another document).
 
 Batches use the Model Garden / TF-Hub input names and int32 tensors of static shapes, as TPUs require.
+
+The training stream is position-addressable: a pure function of the files, their record counts, the seed and
+the input pipeline, which can start at any example while reading at most the start of one file. Training
+resumes exactly from that position, since the iterator of a distributed dataset cannot be checkpointed and
+`skip` would re-read everything already consumed. Every epoch reads the files in a new seeded order and
+shuffles each chunk of `shuffle_chunk_size` consecutive records; Google's `run_pretraining.py` only shuffles
+100 records of files its data tool already shuffled, so this mixes at least as well.
 """
 
+import concurrent.futures
+import json
 import re
-from typing import Dict, List, Optional, Sequence, Union
+import uuid
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from google.protobuf import message
@@ -65,9 +77,23 @@ def expand_input_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
   return sorted(set(files))
 
 
+# Keys that keep the stateless seeds of the file orders apart from those of the chunk shuffles.
+_FILE_ORDER_STREAM = 0
+_CHUNK_SHUFFLE_STREAM = 1
+
+# Files `count_records` reads at once: it waits on I/O, on gs:// especially.
+_COUNTING_THREADS = 16
+
+
 def _feature_lengths(max_seq_length: int, max_predictions_per_seq: int) -> Dict[str, int]:
   flag_values = {"max_seq_length": max_seq_length, "max_predictions_per_seq": max_predictions_per_seq}
   return {name: flag_values[flag] if flag else 1 for name, (_, flag) in _FEATURE_KINDS.items()}
+
+
+def _corrupt_file_error(path: str, error: tf.errors.DataLossError) -> ValueError:
+  # TF's message is wrapped in op details such as "{{function_node ...}} ... [Op:IteratorGetNext]".
+  reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*$", "", error.message)
+  return ValueError(f"{path}: corrupt record, damaged or not a TFRecord file ({reason}).")
 
 
 def check_pretraining_records(files: Sequence[str], max_seq_length: int,
@@ -91,9 +117,7 @@ def check_pretraining_records(files: Sequence[str], max_seq_length: int,
     try:
       records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
     except tf.errors.DataLossError as error:
-      # TF's message is wrapped in op details such as "{{function_node ...}} ... [Op:IteratorGetNext]".
-      reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*$", "", error.message)
-      raise ValueError(f"{path}: corrupt record, damaged or not a TFRecord file ({reason}).") from None
+      raise _corrupt_file_error(path, error) from None
     if not records:
       raise ValueError(f"{path}: the file holds no records (it is empty or cut short).")
     try:
@@ -112,24 +136,200 @@ def check_pretraining_records(files: Sequence[str], max_seq_length: int,
         raise ValueError(f"{path}: feature '{name}' has {found_length} values, expected {expected}.")
 
 
+def _fingerprint(path: str) -> Dict[str, int]:
+  stat = tf.io.gfile.stat(path)
+  return {"size": stat.length, "mtime_nsec": stat.mtime_nsec}
+
+
+def _count_file(path: str) -> int:
+  try:
+    return int(tf.data.TFRecordDataset(path).reduce(np.int64(0), lambda count, _: count + 1))
+  except tf.errors.DataLossError as error:
+    raise _corrupt_file_error(path, error) from None
+
+
+def _read_count_cache(cache_file: str) -> Dict[str, dict]:
+  if not tf.io.gfile.exists(cache_file):
+    return {}
+  with tf.io.gfile.GFile(cache_file) as f:
+    try:
+      return json.load(f)
+    except json.JSONDecodeError:
+      logging.warning("Ignoring the unreadable record count cache %s; counting again.", cache_file)
+      return {}
+
+
+def _write_count_cache(cache_file: str, cache: Dict[str, dict]) -> None:
+  # Written aside and renamed, so that workers sharing the cache never read half a file.
+  partial = f"{cache_file}.tmp-{uuid.uuid4().hex}"
+  with tf.io.gfile.GFile(partial, "w") as f:
+    json.dump(cache, f, indent=1, sort_keys=True)
+  tf.io.gfile.rename(partial, cache_file, overwrite=True)
+
+
+def count_records(files: Sequence[str], cache_file: Optional[str] = None) -> Dict[str, int]:
+  """The number of records in each TFRecord file, counted by reading the files in parallel.
+
+  Args:
+    files: TFRecord files, local or gs:// paths.
+    cache_file: optional JSON file of earlier counts, keyed by path and kept with each file's size and
+      modification time. Counts of unchanged files are taken from it; the other files are counted and
+      the cache rewritten, keeping the entries of files not asked about. A file rewritten with the same
+      size within the file system's mtime resolution (a second on some) would not be counted again.
+
+  Returns:
+    The number of records of each file, by path.
+
+  Raises:
+    ValueError: naming a file that holds a corrupt record.
+  """
+  cache = _read_count_cache(cache_file) if cache_file else {}
+  with concurrent.futures.ThreadPoolExecutor(_COUNTING_THREADS) as pool:
+    fingerprints = dict(zip(files, pool.map(_fingerprint, files)))
+    counts = {}
+    for path in files:
+      cached = cache.get(path, {})
+      if all(cached.get(key) == value for key, value in fingerprints[path].items()):
+        counts[path] = cached["records"]
+    to_count = [path for path in files if path not in counts]
+    if to_count:
+      logging.info("Counting the records of %d file(s).", len(to_count))
+      counts.update(zip(to_count, pool.map(_count_file, to_count)))
+  if cache_file and to_count:
+    cache.update({path: dict(fingerprints[path], records=counts[path]) for path in to_count})
+    _write_count_cache(cache_file, cache)
+  return {path: counts[path] for path in files}
+
+
+def _stream_seed(seed: int, *indices) -> tf.Tensor:
+  """A stateless-op seed derived from `seed` and `indices`; the same eagerly and in a `tf.data` graph."""
+  derived = tf.constant([seed, 0], tf.int64)
+  for index in indices:
+    derived = tf.random.experimental.stateless_fold_in(derived, tf.cast(index, tf.int64))
+  return derived
+
+
+def _file_order(num_files: int, seed: int, epoch) -> tf.Tensor:
+  """The int64 indices of the files in the order epoch `epoch` (an int or an int64 tensor) reads them."""
+  return tf.random.experimental.stateless_shuffle(
+      tf.range(num_files, dtype=tf.int64), _stream_seed(seed, _FILE_ORDER_STREAM, epoch))
+
+
+def _training_records(files: List[str], counts: List[int], seed: int, chunk_size: int,
+                      num_pipelines: int, pipeline_id: int, start_example: int) -> tf.data.Dataset:
+  """The endless training stream of serialized records of one input pipeline, from `start_example` on.
+
+  Epoch e reads the files in the order `_file_order(e)`: every `num_pipelines`-th of them from
+  `pipeline_id` on, or, with fewer files than pipelines, all of them, keeping every `num_pipelines`-th
+  record of each. Each file is cut into chunks of `chunk_size` records, and each chunk is shuffled with a
+  seed of its own (seed, epoch, file, chunk), so any position of the stream can be rebuilt from its epoch,
+  file and offset alone.
+
+  Args:
+    files: the TFRecord files, none of them empty.
+    counts: the number of records of each file.
+    seed: fixes the file orders and the chunk shuffles.
+    chunk_size: records per shuffled chunk.
+    num_pipelines: the number of input pipelines sharing the files.
+    pipeline_id: this pipeline's index, in [0, num_pipelines).
+    start_example: the number of examples of the stream to leave out.
+
+  Returns:
+    A dataset of serialized `tf.train.Example`s that never ends.
+
+  Raises:
+    ValueError: this pipeline would see no record (with fewer records in each file than pipelines).
+  """
+  shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+  shard_records = num_pipelines > 1 and not shard_files
+  if not shard_files:
+    counts = [len(range(pipeline_id, count, num_pipelines)) for count in counts]
+    if not sum(counts):
+      raise ValueError(f"Input pipeline {pipeline_id} of {num_pipelines} gets no record: every file holds "
+                       f"{pipeline_id} or fewer records.")
+
+  def epoch_files(epoch):
+    order = _file_order(len(files), seed, epoch)
+    return order[pipeline_id::num_pipelines] if shard_files else order
+
+  # Where `start_example` falls, found eagerly on the CPU, where tf.data runs the same ops.
+  with tf.device("/CPU:0"):
+    epoch, offset = 0, start_example
+    if not shard_files:
+      # This pipeline reads every file in every epoch, so all its epochs are equally long.
+      epoch, offset = divmod(start_example, sum(counts))
+    order = epoch_files(epoch).numpy().tolist()
+    while offset >= sum(counts[i] for i in order):
+      offset -= sum(counts[i] for i in order)
+      epoch += 1
+      order = epoch_files(epoch).numpy().tolist()
+  position = 0
+  while offset >= counts[order[position]]:
+    offset -= counts[order[position]]
+    position += 1
+  first_chunk, skipped_in_chunk = divmod(offset, chunk_size)
+
+  # Rows of (file, epoch, first chunk to read, records of that chunk to leave out).
+  remaining_files = np.array(order[position:], np.int64)
+  first_chunks, skipped = np.zeros_like(remaining_files), np.zeros_like(remaining_files)
+  first_chunks[0], skipped[0] = first_chunk, skipped_in_chunk
+  start_epoch_rows = tf.data.Dataset.from_tensor_slices(
+      (remaining_files, np.full_like(remaining_files, epoch), first_chunks, skipped))
+
+  def epoch_rows(later_epoch):
+    later_order = epoch_files(later_epoch)
+    zeros = tf.zeros_like(later_order)
+    return tf.data.Dataset.from_tensor_slices(
+        (later_order, tf.fill(tf.shape(later_order), later_epoch), zeros, zeros))
+
+  rows = start_epoch_rows.concatenate(tf.data.Dataset.counter(epoch + 1).flat_map(epoch_rows))
+
+  file_paths = tf.constant(files)
+
+  def read_file(file_index, file_epoch, file_first_chunk, skipped_in_file):
+    records = tf.data.TFRecordDataset(tf.gather(file_paths, file_index))
+    if shard_records:
+      records = records.shard(num_pipelines, pipeline_id)
+    chunks = records.skip(file_first_chunk * chunk_size).batch(chunk_size).enumerate(start=file_first_chunk)
+    shuffled = chunks.map(lambda chunk_index, chunk: tf.random.experimental.stateless_shuffle(
+        chunk, _stream_seed(seed, _CHUNK_SHUFFLE_STREAM, file_epoch, file_index, chunk_index)))
+    return shuffled.unbatch().skip(skipped_in_file)
+
+  return rows.flat_map(read_file)
+
+
+def _nonempty_files(files: List[str], record_counts: Dict[str, int]) -> Tuple[List[str], List[int]]:
+  missing = [path for path in files if path not in record_counts]
+  if missing:
+    raise ValueError(f"record_counts has no count for {missing[0]} ({len(missing)} file(s) missing).")
+  nonempty = [path for path in files if record_counts[path] > 0]
+  if not nonempty:
+    raise ValueError(f"None of the {len(files)} input file(s) holds a record.")
+  return nonempty, [record_counts[path] for path in nonempty]
+
+
 def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
                         max_seq_length: int,
                         max_predictions_per_seq: int,
                         batch_size: int,
                         is_training: bool = True,
                         input_context: Optional[tf.distribute.InputContext] = None,
-                        seed: Optional[int] = None,
-                        shuffle_buffer_size: int = 1000,
-                        cycle_length: Optional[int] = None) -> tf.data.Dataset:
+                        seed: int = 0,
+                        shuffle_chunk_size: int = 1024,
+                        start_example: int = 0,
+                        record_counts: Optional[Dict[str, int]] = None) -> tf.data.Dataset:
   """Batches of pretraining inputs read from TFRecord files.
 
-  Training shuffles the file list, interleaves `cycle_length` files at a time, shuffles records in a
-  buffer and repeats forever; evaluation reads the files in order, once, unshuffled.
+  Training repeats forever. Epoch e reads the files in an order drawn from (`seed`, e) and shuffles each
+  chunk of `shuffle_chunk_size` consecutive records of a file; batches may span files and epochs.
+  Evaluation reads the files in order, once, unshuffled.
 
-  The dataset is deterministic: built again with the same arguments and the same `seed` (and the same
-  global seed, if `tf.random.set_seed` was called), it yields the same batches in the same order, so that
-  training resumes exactly by skipping the batches already consumed. With `seed=None` training order
-  differs from run to run.
+  Training is deterministic by default: the stream is a function of the files, their record counts,
+  `seed` and the input pipeline alone, the same in every run. `start_example=n` yields exactly what
+  `start_example=0` yields after its first n examples, reading only the part of one file before the
+  position (the file's earlier records), so training resumes exactly and at once after a crash. Training
+  runs small TensorFlow computations eagerly here (to count records and find the start), so call it
+  eagerly, as `distribute_datasets_from_function` does.
 
   Args:
     input_patterns: comma-separated files or globs, or a list of such strings (see
@@ -140,11 +340,15 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
       The last partial batch is dropped so that every shape is static.
     is_training: shuffle and repeat (True), or read every record once in file order (False).
     input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`. With several input
-      pipelines, each reads every `num_input_pipelines`-th file, or every `num_input_pipelines`-th record
-      of each file when there are fewer files than pipelines.
-    seed: seeds the file and record shuffles.
-    shuffle_buffer_size: records in the training shuffle buffer.
-    cycle_length: files read at once in training; defaults to min(4, files this pipeline reads).
+      pipelines, each reads every `num_input_pipelines`-th file (of each epoch's order, in training), or
+      every `num_input_pipelines`-th record of each file when there are fewer files than pipelines.
+    seed: fixes the training file orders and chunk shuffles; the same seed gives the same batches.
+    shuffle_chunk_size: consecutive records of a file shuffled together in training.
+    start_example: in training, the number of examples this input pipeline already delivered, i.e.
+      `global_step * global_batch_size // num_input_pipelines`; need not be a multiple of `batch_size`.
+    record_counts: the number of records of each file by path (see `count_records`, whose cache spares
+      a long job the counting on every restart); counted here when not given. Training only: files
+      without records are left out.
 
   Returns:
     A dataset of dicts: int32 `input_word_ids`, `input_mask`, `input_type_ids` `[batch, max_seq_length]`;
@@ -153,31 +357,32 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
 
   Raises:
     FileNotFoundError: no file matches `input_patterns`.
+    ValueError: in training, a negative `start_example`, a `shuffle_chunk_size` below 1, a file missing
+      from `record_counts`, no record in any file or none for this input pipeline.
   """
   files = expand_input_patterns(input_patterns)
   num_pipelines = input_context.num_input_pipelines if input_context else 1
   pipeline_id = input_context.input_pipeline_id if input_context else 0
-  shard_files = num_pipelines > 1 and len(files) >= num_pipelines
-  shard_records = num_pipelines > 1 and not shard_files
-  if shard_files:
-    files = files[pipeline_id::num_pipelines]
 
-  def read_file(path):
-    records = tf.data.TFRecordDataset(path)
-    # Sharding each file's records (not the interleaved stream) keeps pipelines disjoint whatever the
-    # file order each one drew.
-    return records.shard(num_pipelines, pipeline_id) if shard_records else records
-
-  dataset = tf.data.Dataset.from_tensor_slices(files)
   if is_training:
-    # Shuffling before `repeat` draws a new file order every epoch, all fixed by `seed`.
-    dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
-    dataset = dataset.interleave(
-        read_file, cycle_length=cycle_length or min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True)
-    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    if start_example < 0:
+      raise ValueError(f"start_example must be 0 or more, got {start_example}.")
+    if shuffle_chunk_size < 1:
+      raise ValueError(f"shuffle_chunk_size must be 1 or more, got {shuffle_chunk_size}.")
+    files, counts = _nonempty_files(files, count_records(files) if record_counts is None else record_counts)
+    dataset = _training_records(files, counts, seed, shuffle_chunk_size, num_pipelines, pipeline_id,
+                                start_example)
   else:
-    dataset = dataset.flat_map(read_file)
+    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+    shard_records = num_pipelines > 1 and not shard_files
+    if shard_files:
+      files = files[pipeline_id::num_pipelines]
+
+    def read_file(path):
+      records = tf.data.TFRecordDataset(path)
+      return records.shard(num_pipelines, pipeline_id) if shard_records else records
+
+    dataset = tf.data.Dataset.from_tensor_slices(files).flat_map(read_file)
 
   lengths = _feature_lengths(max_seq_length, max_predictions_per_seq)
   feature_spec = {

@@ -1,0 +1,441 @@
+"""ALBERT pretraining on `tf.distribute`: MLM + SOP, Google's LAMB, exact resume, eval, progress.
+
+The loop mirrors Google's `run_pretraining.py` (TF1 `TPUEstimator`) in TF2:
+
+- `iterations_per_loop` steps run inside one `tf.function` (the TPU host loop), fed by datasets from
+  `distribute_datasets_from_function` with a per-replica batch and per-host sharding;
+- the MLM loss `Σ w·CE / (Σ w + 1e-5)` and the SOP cross-entropy are reduced over the *global* batch
+  under every strategy; gradients are summed across replicas, then clipped to global norm 1.0, then
+  applied (Google clipped each TPU shard's gradient before summing);
+- checkpoints hold the model, the optimizer, the step and the input position. The training input is
+  position-addressable (`input_pipeline.pretraining_dataset(start_example=...)`), because in TF 2.20 a
+  distributed iterator cannot be checkpointed: a rerun of the same command restores the checkpoint and
+  restarts the input exactly where it was, reading at most part of one file to get there.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import checkpoint as checkpoint_lib
+from albert_tf import distribution
+from albert_tf import input_pipeline
+from albert_tf import optimization
+from albert_tf.config import AlbertConfig
+from albert_tf.pretrainer import AlbertPretrainer
+
+MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+CONFIG_FILE = "albert_config.json"
+CHECKPOINT_NAME = "model.ckpt"
+BEST_CHECKPOINT = "model.ckpt-best"
+EVAL_RESULTS = "eval_results.txt"
+_RECORD_COUNTS = "input_record_counts.json"
+# Per-replica sums a step returns, in this order; metrics are ratios of them over the global batch.
+_SUMS = ("mlm_loss", "mlm_weight", "mlm_correct", "sop_loss", "sop_correct", "examples")
+
+
+class TrainingError(RuntimeError):
+  """Training cannot go on (non-finite loss, a run directory that does not fit): nothing more is written."""
+
+
+@dataclasses.dataclass
+class PretrainingOptions:
+  """A run's settings: Google's `run_pretraining.py` flags and defaults, plus ours."""
+
+  input_file: str
+  output_dir: str
+  albert_config: AlbertConfig
+  init_checkpoint: Optional[str] = None
+  eval_input_file: Optional[str] = None  # Google evaluates on its training files; this is the default
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  do_train: bool = True
+  do_eval: bool = False
+  train_batch_size: int = 4096
+  eval_batch_size: int = 64
+  optimizer: str = "lamb"
+  learning_rate: float = 0.00176
+  poly_power: float = 1.0
+  num_train_steps: int = 125000
+  num_warmup_steps: int = 3125
+  start_warmup_step: int = 0
+  save_checkpoints_steps: int = 5000
+  keep_checkpoint_max: int = 5
+  iterations_per_loop: int = 1000
+  max_eval_steps: int = 100
+  init_from_group0: bool = False
+  mixed_precision: str = "float32"
+  random_seed: int = 12345
+  jit_compile: bool = False
+  log_steps: Optional[int] = None  # progress line every this many steps (default: every host loop)
+
+
+def _masked_lm_sums(mlm_logits, batch):
+  """Weighted CE and correct predictions at the masked positions, summed over this replica's batch."""
+  labels = batch["masked_lm_ids"]
+  weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+  cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=mlm_logits)
+  correct = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), labels), tf.float32)
+  return tf.reduce_sum(weights * cross_entropy), tf.reduce_sum(weights), tf.reduce_sum(weights * correct)
+
+
+def _sentence_order_sums(sop_logits, batch):
+  labels = batch["sentence_order_labels"]
+  cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=sop_logits)
+  correct = tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=tf.int32), labels), tf.float32)
+  return tf.reduce_sum(cross_entropy), tf.reduce_sum(correct)
+
+
+def batch_sums(model, batch, training: bool):
+  """Per-replica sums of `_SUMS` for one batch, and the model outputs' MLM numerator pieces."""
+  outputs = model(batch, training=training)
+  mlm_loss, mlm_weight, mlm_correct = _masked_lm_sums(outputs["mlm_logits"], batch)
+  sop_loss, sop_correct = _sentence_order_sums(outputs["sop_logits"], batch)
+  examples = tf.cast(tf.shape(batch["sentence_order_labels"])[0], tf.float32)
+  return tf.stack([mlm_loss, mlm_weight, mlm_correct, sop_loss, sop_correct, examples])
+
+
+def metrics_from_sums(sums) -> Dict[str, float]:
+  """Google's metric names from summed statistics (over steps and the global batch)."""
+  values = dict(zip(_SUMS, np.asarray(sums, np.float64)))
+  masked_lm_loss = values["mlm_loss"] / (values["mlm_weight"] + 1e-5)
+  sentence_order_loss = values["sop_loss"] / max(values["examples"], 1.0)
+  return {
+      "masked_lm_accuracy": values["mlm_correct"] / max(values["mlm_weight"], 1e-5),
+      "masked_lm_loss": masked_lm_loss,
+      "sentence_order_accuracy": values["sop_correct"] / max(values["examples"], 1.0),
+      "sentence_order_loss": sentence_order_loss,
+      "loss": masked_lm_loss + sentence_order_loss,
+  }
+
+
+def replica_train_step(model, optimizer, global_batch_size: int, loss_scaling: bool, jit_compile: bool = False):
+  """The per-replica training step: forward, global-batch loss, backward, all-reduce, clip, LAMB.
+
+  Returns a function of one per-replica batch that returns that replica's `_SUMS`; run it with
+  `strategy.run`. With `jit_compile` the whole step is one XLA computation, as on a TPU.
+  """
+
+  def step(batch):
+    context = tf.distribute.get_replica_context()
+    variables = model.trainable_variables
+    with tf.GradientTape() as tape:
+      sums = batch_sums(model, batch, training=True)
+      # The MLM denominator and the SOP mean are over the global batch: summing the replicas' losses then
+      # gives exactly the loss of the whole batch, whatever the number of replicas.
+      mlm_weight = context.all_reduce(tf.distribute.ReduceOp.SUM, sums[1])
+      loss = sums[0] / (mlm_weight + 1e-5) + sums[3] / float(global_batch_size)
+      scaled_loss = optimizer.get_scaled_loss(loss) if loss_scaling else loss
+    gradients = tape.gradient(scaled_loss, variables)
+    if loss_scaling:
+      gradients = optimizer.get_unscaled_gradients(gradients)
+    gradients = [tf.convert_to_tensor(g) for g in gradients]  # embedding slices → dense, for all-reduce/XLA
+    gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+    gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
+    optimizer.apply_gradients(zip(gradients, variables), experimental_aggregate_gradients=False)
+    return sums
+
+  return tf.function(step, jit_compile=True) if jit_compile else step
+
+
+class Pretraining:
+  """One pretraining run: the model, optimizer, checkpoints and loops of `PretrainingOptions`.
+
+  Build it, then call `train()` and/or `evaluate()`. Construction validates everything that can be
+  checked before a step (input files and their record lengths, the run directory against the config,
+  `init_checkpoint` against the model) and raises with a clear message; nothing is written before that.
+  """
+
+  def __init__(self, options: PretrainingOptions, strategy: tf.distribute.Strategy):
+    self.options = options
+    self.strategy = strategy
+    self.is_chief = distribution.is_chief(strategy)
+    o = options
+    if o.train_batch_size % strategy.num_replicas_in_sync:
+      raise ValueError(f"--train_batch_size={o.train_batch_size} is not divisible by the "
+                       f"{strategy.num_replicas_in_sync} replicas.")
+    if o.mixed_precision not in MIXED_PRECISION:
+      raise ValueError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}.")
+    if o.max_seq_length > o.albert_config.max_position_embeddings:
+      raise ValueError(f"--max_seq_length={o.max_seq_length} exceeds max_position_embeddings="
+                       f"{o.albert_config.max_position_embeddings} of the config.")
+    self.train_files = input_pipeline.expand_input_patterns(o.input_file) if o.do_train else []
+    self.eval_files = (input_pipeline.expand_input_patterns(o.eval_input_file or o.input_file)
+                       if o.do_eval else [])
+    input_pipeline.check_pretraining_records(
+        sorted(set(self.train_files + self.eval_files)), o.max_seq_length, o.max_predictions_per_seq)
+    self._check_run_directory()
+
+    tf_keras.mixed_precision.set_global_policy(MIXED_PRECISION[o.mixed_precision])
+    tf_keras.utils.set_random_seed(o.random_seed)  # the same initial weights for the same seed
+    with strategy.scope():
+      self.model = AlbertPretrainer(o.albert_config)
+      self.model(self.model.dummy_inputs(), training=False)
+      self.schedule = optimization.WarmupPolynomialDecay(
+          o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.poly_power, o.start_warmup_step)
+      self.optimizer = optimization.create_optimizer(
+          o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.optimizer, o.poly_power,
+          o.start_warmup_step)
+      if o.mixed_precision == "float16":
+        self.optimizer = tf_keras.mixed_precision.LossScaleOptimizer(self.optimizer)
+      self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+      # The input position: examples each input pipeline has delivered, and how many pipelines there were.
+      self.examples_per_pipeline = tf.Variable(0, dtype=tf.int64, trainable=False)
+      self.num_input_pipelines = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self.checkpoint = tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: self.model}, optimizer=self.optimizer,
+                                          step=self.step, examples_per_pipeline=self.examples_per_pipeline,
+                                          num_input_pipelines=self.num_input_pipelines)
+    self.last_eval = None
+    self.manager = tf.train.CheckpointManager(
+        self.checkpoint, self._write_dir(), max_to_keep=o.keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME)
+    self._restore_or_initialize()
+
+  # --- setup -------------------------------------------------------------------------------------------
+
+  def _check_run_directory(self):
+    """An output_dir written with another albert_config.json is refused before anything runs."""
+    o = self.options
+    existing = os.path.join(o.output_dir, CONFIG_FILE)
+    if os.path.exists(existing):
+      previous = AlbertConfig.from_json_file(existing).to_dict()
+      current = o.albert_config.to_dict()
+      changed = sorted(key for key in set(previous) | set(current) if previous.get(key) != current.get(key))
+      if changed:
+        details = ", ".join(f"{key}: {previous.get(key)!r} there vs {current.get(key)!r} now" for key in changed)
+        raise TrainingError(f"--output_dir {o.output_dir} holds a run of another config ({details}). Use a new "
+                            "--output_dir, or the same --albert_config_file to resume.")
+
+  def _write_dir(self) -> str:
+    # Every multi-worker process must save; only the chief's copy is kept.
+    if self.is_chief:
+      return self.options.output_dir
+    resolver = self.strategy.cluster_resolver
+    return os.path.join(self.options.output_dir, f".worker_{resolver.task_type}_{resolver.task_id}")
+
+  def _restore_or_initialize(self):
+    o = self.options
+    latest = tf.train.latest_checkpoint(o.output_dir)
+    if latest:
+      # Checked first, so a mismatch is reported whole; then the full state (optimizer, step, input) loads.
+      checkpoint_lib.restore_checkpoint(self.model, latest)
+      self.checkpoint.read(latest).assert_existing_objects_matched()
+      self.restored_from = latest
+      print(f"Resuming from {latest} at step {int(self.step.numpy())}.", file=sys.stderr)
+      return
+    self.restored_from = None
+    if o.init_checkpoint:
+      if o.init_from_group0:
+        self._init_from_group0(o.init_checkpoint)
+      else:
+        checkpoint_lib.restore_checkpoint(self.model, o.init_checkpoint)
+      print(f"Initialised the model from {o.init_checkpoint}.", file=sys.stderr)
+
+  def _init_from_group0(self, path: str):
+    """Google's --init_from_group0: every parameter group starts from group 0 of a one-group checkpoint."""
+    one_group = AlbertConfig.from_dict(dict(self.options.albert_config.to_dict(), num_hidden_groups=1))
+    source = AlbertPretrainer(one_group)
+    checkpoint_lib.restore_checkpoint(source, path)
+    for target_var, source_var in zip(self._non_group_variables(self.model), self._non_group_variables(source)):
+      target_var.assign(source_var)
+    for group in self.model.encoder.groups:
+      for block, source_block in zip(group, source.encoder.groups[0]):
+        for target_var, source_var in zip(block.variables, source_block.variables):
+          target_var.assign(source_var)
+
+  @staticmethod
+  def _non_group_variables(model) -> List[tf.Variable]:
+    in_groups = {id(v) for group in model.encoder.groups for block in group for v in block.variables}
+    return [v for v in model.variables if id(v) not in in_groups]
+
+  # --- data ----------------------------------------------------------------------------------------------
+
+  def _train_dataset(self):
+    o = self.options
+    os.makedirs(o.output_dir, exist_ok=True)
+    counts = input_pipeline.count_records(self.train_files, os.path.join(o.output_dir, _RECORD_COUNTS))
+    start = int(self.examples_per_pipeline.numpy())
+
+    def dataset_fn(context: tf.distribute.InputContext):
+      return input_pipeline.pretraining_dataset(
+          self.train_files, o.max_seq_length, o.max_predictions_per_seq,
+          context.get_per_replica_batch_size(o.train_batch_size), is_training=True, input_context=context,
+          seed=o.random_seed, start_example=start, record_counts=counts)
+
+    return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+  def _eval_dataset(self):
+    o = self.options
+
+    def dataset_fn(context: tf.distribute.InputContext):
+      return input_pipeline.pretraining_dataset(
+          self.eval_files, o.max_seq_length, o.max_predictions_per_seq,
+          context.get_per_replica_batch_size(o.eval_batch_size), is_training=False, input_context=context)
+
+    return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+  # --- steps ---------------------------------------------------------------------------------------------
+
+  def _build_train_loop(self):
+    step_fn = replica_train_step(self.model, self.optimizer, self.options.train_batch_size,
+                                 self.options.mixed_precision == "float16", self.options.jit_compile)
+    examples_per_step = self.options.train_batch_size // int(self.num_input_pipelines.numpy())
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+      totals = tf.zeros([len(_SUMS)], tf.float32)
+      for _ in tf.range(num_steps):
+        per_replica = self.strategy.run(step_fn, args=(next(iterator),))
+        totals += self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        self.step.assign_add(1)
+        self.examples_per_pipeline.assign_add(examples_per_step)
+      return totals
+
+    return train_loop
+
+  def _build_eval_step(self):
+
+    @tf.function
+    def eval_step(batch):
+      per_replica = self.strategy.run(lambda b: batch_sums(self.model, b, training=False), args=(batch,))
+      return self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    return eval_step
+
+  # --- loops ---------------------------------------------------------------------------------------------
+
+  def _write_config(self):
+    if self.is_chief:
+      os.makedirs(self.options.output_dir, exist_ok=True)
+      path = os.path.join(self.options.output_dir, CONFIG_FILE)
+      if not os.path.exists(path):
+        self.options.albert_config.to_json_file(path)
+
+  def train(self) -> Dict[str, float]:
+    """Trains to `num_train_steps`, resuming where the run directory left off. Returns the last metrics."""
+    o = self.options
+    self._write_config()
+    pipelines, recorded = distribution.num_input_pipelines(self.strategy), int(self.num_input_pipelines.numpy())
+    if recorded and recorded != pipelines:
+      raise TrainingError(f"The checkpoint was written with {recorded} input pipelines (hosts) and this run has "
+                          f"{pipelines}: the input position cannot carry over. Resume on {recorded} hosts.")
+    self.num_input_pipelines.assign(pipelines)
+    iterator = iter(self._train_dataset())
+    train_loop = self._build_train_loop()
+    writer = tf.summary.create_file_writer(os.path.join(o.output_dir, "train")) if self.is_chief else None
+    step = int(self.step.numpy())
+    log_steps = o.log_steps or o.iterations_per_loop
+    start_time, start_step = time.time(), step
+    metrics = {}
+    while step < o.num_train_steps:
+      # A host loop ends at the next checkpoint, log line or the last step, whichever comes first.
+      num_steps = min(o.iterations_per_loop, o.num_train_steps - step,
+                      o.save_checkpoints_steps - step % o.save_checkpoints_steps, log_steps - step % log_steps)
+      loop_start = time.time()
+      totals = train_loop(iterator, tf.constant(num_steps)).numpy()
+      step = int(self.step.numpy())
+      metrics = metrics_from_sums(totals)
+      if not all(np.isfinite(list(metrics.values()))):
+        last = self.manager.latest_checkpoint or "none (no checkpoint was written yet)"
+        raise TrainingError(f"The loss became non-finite between steps {step - num_steps} and {step} "
+                            f"({metrics}). Training stopped; the last good checkpoint stays: {last}. Try a lower "
+                            "--learning_rate, more --num_warmup_steps or --mixed_precision=bfloat16.")
+      elapsed = time.time() - loop_start
+      metrics["learning_rate"] = float(self.schedule(step))
+      metrics["examples_per_second"] = num_steps * o.train_batch_size / max(elapsed, 1e-9)
+      self._log(step, metrics, (time.time() - start_time) / max(step - start_step, 1) * (o.num_train_steps - step))
+      if writer:
+        with writer.as_default(step=step):
+          for name, value in metrics.items():
+            tf.summary.scalar(name, value)
+      if step % o.save_checkpoints_steps == 0 or step == o.num_train_steps:
+        self._save(step)
+    if writer:
+      writer.close()
+    return metrics
+
+  def _log(self, step: int, metrics: Dict[str, float], eta_seconds: float):
+    o = self.options
+    print(f"step {step}/{o.num_train_steps} | loss {metrics['loss']:.4f} | masked_lm_loss "
+          f"{metrics['masked_lm_loss']:.4f} masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} | "
+          f"sentence_order_loss {metrics['sentence_order_loss']:.4f} sentence_order_accuracy "
+          f"{metrics['sentence_order_accuracy']:.4f} | lr {metrics['learning_rate']:.3e} | "
+          f"{metrics['examples_per_second']:.1f} examples/s | ETA {time.strftime('%H:%M:%S', time.gmtime(eta_seconds))}",
+          file=sys.stderr, flush=True)
+
+  def _save(self, step: int):
+    path = self.manager.save(checkpoint_number=step)
+    if not self.is_chief:
+      shutil.rmtree(self._write_dir(), ignore_errors=True)
+      return
+    print(f"Saved {path}", file=sys.stderr, flush=True)
+    if self.options.do_eval:
+      self.evaluate()
+
+  def evaluate(self) -> Dict[str, float]:
+    """Evaluates `max_eval_steps` batches; writes eval_results.txt and keeps the best checkpoint."""
+    o = self.options
+    eval_step = self._build_eval_step()
+    totals = np.zeros(len(_SUMS))
+    steps = 0
+    for batch in self._eval_dataset():
+      if steps >= o.max_eval_steps:
+        break
+      totals += eval_step(batch).numpy()
+      steps += 1
+    if not steps:
+      raise TrainingError(f"No full eval batch of {o.eval_batch_size} in {', '.join(self.eval_files)}.")
+    metrics = metrics_from_sums(totals)
+    metrics["global_step"] = int(self.step.numpy())
+    metrics["eval_steps"] = steps
+    if self.is_chief:
+      self._write_eval_results(metrics)
+    self.last_eval = metrics
+    return metrics
+
+  def _write_eval_results(self, metrics: Dict[str, float]):
+    o = self.options
+    os.makedirs(o.output_dir, exist_ok=True)
+    with open(os.path.join(o.output_dir, EVAL_RESULTS), "w", encoding="utf-8") as writer:
+      for key in sorted(metrics):
+        writer.write(f"{key} = {metrics[key]}\n")
+    writer = tf.summary.create_file_writer(os.path.join(o.output_dir, "eval"))
+    with writer.as_default(step=metrics["global_step"]):
+      for key in ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss"):
+        tf.summary.scalar(key, metrics[key])
+    writer.close()
+    best_file = os.path.join(o.output_dir, "best_checkpoint.json")
+    best = None
+    if os.path.exists(best_file):
+      with open(best_file, encoding="utf-8") as reader:
+        best = json.load(reader)
+    if best is None or metrics["masked_lm_accuracy"] > best["masked_lm_accuracy"]:
+      # Model weights only, as Google's model.ckpt-best: what export and fine-tuning read.
+      tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: self.model}).write(os.path.join(o.output_dir, BEST_CHECKPOINT))
+      with open(best_file, "w", encoding="utf-8") as writer:
+        json.dump({"global_step": metrics["global_step"], "masked_lm_accuracy": metrics["masked_lm_accuracy"]},
+                  writer)
+    print("eval: " + ", ".join(f"{key} {metrics[key]:.4f}" if isinstance(metrics[key], float) else
+                               f"{key} {metrics[key]}" for key in sorted(metrics)), file=sys.stderr, flush=True)
+
+
+def run(options: PretrainingOptions, strategy: tf.distribute.Strategy) -> Dict[str, Dict[str, float]]:
+  """Trains and/or evaluates as `options` say; returns the last train and eval metrics."""
+  run_state = Pretraining(options, strategy)
+  if options.do_eval and not options.do_train and not (run_state.restored_from or options.init_checkpoint):
+    raise TrainingError(f"--do_eval without --do_train needs a checkpoint in --output_dir={options.output_dir} "
+                        "or an --init_checkpoint.")
+  results = {}
+  if options.do_train:
+    results["train"] = run_state.train()
+  if options.do_eval:
+    # Training evaluates after each checkpoint; an eval-only run evaluates the restored model once.
+    results["eval"] = run_state.last_eval if options.do_train else run_state.evaluate()
+  return results

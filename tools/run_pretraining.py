@@ -1,0 +1,78 @@
+"""Pretrains ALBERT (MLM + sentence order) on one device, local GPUs, several hosts or a Cloud TPU.
+
+  python tools/run_pretraining.py --input_file=data/train-*.tfrecord --output_dir=runs/base \
+      --albert_config_file=configs/albert_base.json --max_seq_length=512 --max_predictions_per_seq=77 \
+      --train_batch_size=4096 --num_train_steps=125000 --strategy_type=tpu --tpu_name=my-tpu
+
+Flags and defaults are those of Google's run_pretraining.py; --strategy_type, --eval_input_file,
+--mixed_precision, --random_seed, --jit_compile and --log_steps are ours. Rerunning the same command after a
+crash resumes from the last checkpoint in --output_dir, input position included.
+"""
+
+from absl import flags
+
+from albert_tf import cli
+from albert_tf import distribution
+from albert_tf import optimization
+from albert_tf import pretraining
+from albert_tf.config import AlbertConfig
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Training TFRecords: a glob or a comma-separated list.")
+flags.DEFINE_string("eval_input_file", None, "Eval TFRecords (default: --input_file, as Google's).")
+flags.DEFINE_string("output_dir", None, "Checkpoints, summaries and eval results go here.")
+flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the model.")
+flags.DEFINE_string("init_checkpoint", None, "Start from this model (fresh optimizer): an albert-tf "
+                    "checkpoint, or one converted from Google or Hugging Face.")
+flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the records.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per record.")
+flags.DEFINE_bool("do_train", True, "Train.")
+flags.DEFINE_bool("do_eval", False, "Evaluate (after every checkpoint when training).")
+flags.DEFINE_integer("train_batch_size", 4096, "Global training batch size.")
+flags.DEFINE_integer("eval_batch_size", 64, "Global eval batch size.")
+flags.DEFINE_enum("optimizer", "lamb", optimization.OPTIMIZER_TYPES, "Google's LAMB or AdamW.")
+flags.DEFINE_float("learning_rate", 0.00176, "Peak learning rate.")
+flags.DEFINE_float("poly_power", 1.0, "Power of the polynomial decay.")
+flags.DEFINE_integer("num_train_steps", 125000, "Training steps.")
+flags.DEFINE_integer("num_warmup_steps", 3125, "Linear warmup steps.")
+flags.DEFINE_integer("start_warmup_step", 0, "Step the warmup starts from.")
+flags.DEFINE_integer("save_checkpoints_steps", 5000, "Steps between checkpoints.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "Steps inside one tf.function call (the host loop).")
+flags.DEFINE_integer("max_eval_steps", 100, "Eval batches.")
+flags.DEFINE_bool("init_from_group0", False, "Initialise every parameter group from group 0 of "
+                  "--init_checkpoint (a one-group model).")
+flags.DEFINE_enum("strategy_type", "one_device", distribution.STRATEGY_TYPES, "Distribution strategy.")
+flags.DEFINE_string("tpu_name", None, "Cloud TPU name or grpc:// address (--strategy_type=tpu).")
+flags.DEFINE_string("tpu_zone", None, "Cloud TPU zone.")
+flags.DEFINE_string("gcp_project", None, "Cloud project of the TPU.")
+flags.DEFINE_enum("mixed_precision", "float32", list(pretraining.MIXED_PRECISION),
+                  "Compute dtype: bfloat16 (TPU, recent GPUs) or float16 with dynamic loss scaling.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of the input order and of weight initialisation.")
+flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA (TPUs always do).")
+flags.DEFINE_integer("log_steps", None, "Steps between progress lines (default: --iterations_per_loop).")
+
+
+def main(argv):
+  del argv
+  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+  options = pretraining.PretrainingOptions(
+      input_file=FLAGS.input_file, output_dir=FLAGS.output_dir, albert_config=config,
+      init_checkpoint=FLAGS.init_checkpoint, eval_input_file=FLAGS.eval_input_file,
+      max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      do_train=FLAGS.do_train, do_eval=FLAGS.do_eval, train_batch_size=FLAGS.train_batch_size,
+      eval_batch_size=FLAGS.eval_batch_size, optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate,
+      poly_power=FLAGS.poly_power, num_train_steps=FLAGS.num_train_steps, num_warmup_steps=FLAGS.num_warmup_steps,
+      start_warmup_step=FLAGS.start_warmup_step, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+      keep_checkpoint_max=FLAGS.keep_checkpoint_max, iterations_per_loop=FLAGS.iterations_per_loop,
+      max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
+      mixed_precision=FLAGS.mixed_precision, random_seed=FLAGS.random_seed, jit_compile=FLAGS.jit_compile,
+      log_steps=FLAGS.log_steps)
+  pretraining.run(options, distribution.get_strategy(FLAGS.strategy_type, FLAGS.tpu_name, FLAGS.tpu_zone,
+                                                     FLAGS.gcp_project))
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input_file", "output_dir", "albert_config_file"])
+  cli.run(main)
