@@ -120,8 +120,8 @@ def metrics_from_sums(sums) -> Dict[str, float]:
 def replica_train_step(model, optimizer, global_batch_size: int, loss_scaling: bool, jit_compile: bool = False):
   """The per-replica training step: forward, global-batch loss, backward, all-reduce, clip, LAMB.
 
-  Returns a function of one per-replica batch that returns that replica's `_SUMS`; run it with
-  `strategy.run`. With `jit_compile` the whole step is one XLA computation, as on a TPU.
+  The model must be built (called once). Returns a function of one per-replica batch that returns that
+  replica's `_SUMS`; run it with `strategy.run`. With `jit_compile` the whole step is one XLA computation, as on a TPU.
   """
 
   def step(batch):

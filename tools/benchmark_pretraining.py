@@ -56,6 +56,7 @@ def main(argv):
   tf_keras.mixed_precision.set_global_policy(pretraining.MIXED_PRECISION[FLAGS.mixed_precision])
   with strategy.scope():
     model = AlbertPretrainer(config)
+    model(model.dummy_inputs(), training=False)  # the step differentiates the built variables
     optimizer = optimization.create_optimizer(1e-4, 10000, 100)
     if FLAGS.mixed_precision == "float16":
       optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
