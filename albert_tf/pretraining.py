@@ -95,7 +95,7 @@ def _sentence_order_sums(sop_logits, batch):
 
 
 def batch_sums(model, batch, training: bool):
-  """Per-replica sums of `_SUMS` for one batch, and the model outputs' MLM numerator pieces."""
+  """Per-replica sums of `_SUMS` for one batch."""
   outputs = model(batch, training=training)
   mlm_loss, mlm_weight, mlm_correct = _masked_lm_sums(outputs["mlm_logits"], batch)
   sop_loss, sop_correct = _sentence_order_sums(outputs["sop_logits"], batch)
@@ -179,8 +179,6 @@ class Pretraining:
     with strategy.scope():
       self.model = AlbertPretrainer(o.albert_config)
       self.model(self.model.dummy_inputs(), training=False)
-      self.schedule = optimization.WarmupPolynomialDecay(
-          o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.poly_power, o.start_warmup_step)
       self.optimizer = optimization.create_optimizer(
           o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.optimizer, o.poly_power,
           o.start_warmup_step)
@@ -348,7 +346,7 @@ class Pretraining:
                             f"({metrics}). Training stopped; the last good checkpoint stays: {last}. Try a lower "
                             "--learning_rate, more --num_warmup_steps or --mixed_precision=bfloat16.")
       elapsed = time.time() - loop_start
-      metrics["learning_rate"] = float(self.schedule(step))
+      metrics["learning_rate"] = float(self.optimizer.learning_rate(step))  # the optimizer's own schedule
       metrics["examples_per_second"] = num_steps * o.train_batch_size / max(elapsed, 1e-9)
       self._log(step, metrics, (time.time() - start_time) / max(step - start_step, 1) * (o.num_train_steps - step))
       if writer:
