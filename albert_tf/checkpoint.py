@@ -1,7 +1,8 @@
 """The package's TF2 checkpoint layout: one function writes it, one restores it with a full diff on mismatch.
 
 Every checkpoint this package writes is a `tf.train.Checkpoint` whose root child `model` is an
-`AlbertPretrainer` (or `AlbertEncoder`); training adds `optimizer`, `step` and the input state beside it.
+`AlbertPretrainer` (with or without its sentence-order head) or an `AlbertEncoder`; training adds
+`optimizer`, `step` and the input state beside it. `build_model_for_checkpoint` builds whichever it holds.
 Variable keys are object paths such as `model/encoder/groups/0/0/query/kernel/.ATTRIBUTES/VARIABLE_VALUE`.
 
 Restoring first matches the model against the checkpoint's object graph exactly as TensorFlow does (child
@@ -11,14 +12,20 @@ that does not fit a checkpoint is reported whole, never half-restored or silentl
 
 import os
 import re
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import tensorflow as tf
 
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from albert_tf.config import AlbertConfig
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.pretrainer import AlbertPretrainer
+
 MODEL_KEY = "model"
-_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+# The heads of `AlbertPretrainer` (attribute = checkpoint child names), as messages call them.
+HEADS = {"masked_lm_head": "masked-LM head", "sentence_order_head": "sentence-order head"}
 _VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
 _MAX_LISTED = 25
 
@@ -95,10 +102,45 @@ def _checkpoint_variables(reader, graph, model_node: int) -> Dict[str, Tuple[str
   return found
 
 
-def _list(title: str, items: List[str]) -> str:
-  shown = items[:_MAX_LISTED]
-  more = f"\n    ... and {len(items) - len(shown)} more" if len(items) > len(shown) else ""
-  return f"  {title} ({len(items)}):\n" + "\n".join(f"    {item}" for item in shown) + more
+def mismatch_error(summary: str, sections: Sequence[Tuple[str, Sequence[str]]],
+                   hint: Optional[str] = None) -> CheckpointMismatchError:
+  """One error listing every problem: the summary, each non-empty section (its first items), the hint."""
+  parts = [summary]
+  for title, items in sections:
+    if items:
+      shown = list(items[:_MAX_LISTED])
+      more = f"\n    ... and {len(items) - len(shown)} more" if len(items) > len(shown) else ""
+      parts.append(f"  {title} ({len(items)}):\n" + "\n".join(f"    {item}" for item in shown) + more)
+  if hint:
+    parts.append(hint)
+  return CheckpointMismatchError("\n".join(parts))
+
+
+def _read_model_graph(prefix: str):
+  """The reader, the object graph and the `model` node of one of our checkpoints."""
+  reader = tf.train.load_checkpoint(prefix)
+  if not reader.has_tensor(OBJECT_GRAPH_KEY):
+    raise CheckpointMismatchError(
+        f"{prefix} is a name-based (TF1) checkpoint, not an albert-tf checkpoint. Convert a Google "
+        "checkpoint with tools/convert_checkpoint.py --source_format=google.")
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
+  roots = _children(graph, 0)
+  if MODEL_KEY not in roots:
+    raise CheckpointMismatchError(
+        f"{prefix} holds no '{MODEL_KEY}' object (it has: {', '.join(sorted(roots)) or 'nothing'}); "
+        "it was not written by albert-tf.")
+  return reader, graph, roots[MODEL_KEY]
+
+
+def _children(graph, node_id: int) -> Dict[str, int]:
+  return {child.local_name: child.node_id for child in graph.nodes[node_id].children}
+
+
+def _model_parts(prefix: str) -> Set[str]:
+  """The child names of the checkpoint's model: `encoder` and the heads for a pretrainer."""
+  _, graph, model_node = _read_model_graph(prefix)
+  return set(_children(graph, model_node))
 
 
 def restore_checkpoint(model: tf.Module, path: str) -> str:
@@ -118,30 +160,95 @@ def restore_checkpoint(model: tf.Module, path: str) -> str:
       restored in that case.
   """
   prefix = resolve_checkpoint_path(path)
+  _restore(model, prefix, heads_optional=False)
+  return prefix
+
+
+def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[str, List[str]]:
+  """Restores a pretrainer's encoder and whichever of its heads the checkpoint holds.
+
+  Google's `--init_checkpoint` semantics, made explicit: an encoder-only or masked-LM-only checkpoint
+  initialises what it has, and the caller learns which heads keep their fresh initialisation. Inside the
+  parts restored the match is as strict as `restore_checkpoint`'s.
+
+  Args:
+    pretrainer: a built `AlbertPretrainer`.
+    path: a checkpoint prefix, or a directory meaning its latest checkpoint.
+
+  Returns:
+    The checkpoint prefix, and the names (keys of `HEADS`) of the heads the checkpoint does not hold.
+
+  Raises:
+    FileNotFoundError: no checkpoint at `path`.
+    CheckpointMismatchError: as `restore_checkpoint`, for the parts the checkpoint holds.
+  """
+  prefix = resolve_checkpoint_path(path)
+  if "encoder" not in _model_parts(prefix):  # an `AlbertEncoder` checkpoint
+    _restore(pretrainer.encoder, prefix, heads_optional=False)
+    return prefix, [head for head in HEADS if getattr(pretrainer, head) is not None]
+  return prefix, _restore(pretrainer, prefix, heads_optional=True)
+
+
+def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Module, str]:
+  """Builds the model a checkpoint holds and restores it.
+
+  An `AlbertEncoder` for an encoder checkpoint, an `AlbertPretrainer` without the sentence-order head when
+  only the masked-LM head is there (as converted from Hugging Face's `AlbertForMaskedLM`), the full
+  `AlbertPretrainer` otherwise.
+
+  Args:
+    config: the config the checkpoint was written with.
+    path: a checkpoint prefix, or a directory meaning its latest checkpoint.
+
+  Returns:
+    The restored model and the checkpoint prefix.
+
+  Raises:
+    FileNotFoundError: no checkpoint at `path`.
+    CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`).
+  """
+  prefix = resolve_checkpoint_path(path)
+  model = model_with_heads(config, _model_parts(prefix) & set(HEADS))
+  restore_checkpoint(model, prefix)
+  return model, prefix
+
+
+def model_with_heads(config: AlbertConfig, heads: Set[str]) -> tf.Module:
+  """A built model with the given heads (keys of `HEADS`): an `AlbertEncoder` for none, else a pretrainer.
+
+  The masked-LM head comes with any head: a pretrainer without it does not exist.
+  """
+  if not heads:
+    model = AlbertEncoder(config)
+  else:
+    model = AlbertPretrainer(config, with_sentence_order_head="sentence_order_head" in heads)
+  model(model.dummy_inputs(), training=False)
+  return model
+
+
+def _restore(model: tf.Module, prefix: str, heads_optional: bool) -> List[str]:
+  """Restores `model` all or nothing; with `heads_optional`, heads absent from the checkpoint are left alone.
+
+  Returns:
+    The heads (keys of `HEADS`) left alone.
+  """
   if not model.built and hasattr(model, "dummy_inputs"):
     model(model.dummy_inputs(), training=False)
-  reader = tf.train.load_checkpoint(prefix)
-  if not reader.has_tensor(_OBJECT_GRAPH_KEY):
-    raise CheckpointMismatchError(
-        f"{prefix} is a name-based (TF1) checkpoint, not an albert-tf checkpoint. Convert a Google "
-        "checkpoint with tools/convert_checkpoint.py --source_format=google.")
-  graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
-  roots = {child.local_name: child.node_id for child in graph.nodes[0].children}
-  if MODEL_KEY not in roots:
-    raise CheckpointMismatchError(
-        f"{prefix} holds no '{MODEL_KEY}' object (it has: {', '.join(sorted(roots)) or 'nothing'}); "
-        "it was not written by albert-tf.")
-  model_node = roots[MODEL_KEY]
+  reader, graph, model_node = _read_model_graph(prefix)
   ours = _model_variables(model)
   theirs = _checkpoint_variables(reader, graph, model_node)
   is_encoder_only = not hasattr(model, "encoder")
   if is_encoder_only and not any(p.startswith("embeddings/") for p in theirs):
     # An encoder reads the encoder part of a pretrainer checkpoint.
-    encoder_node = next((c.node_id for c in graph.nodes[model_node].children if c.local_name == "encoder"), None)
+    encoder_node = _children(graph, model_node).get("encoder")
     if encoder_node is not None:
       model_node = encoder_node
       theirs = _checkpoint_variables(reader, graph, model_node)
+  absent_heads = []
+  if heads_optional:
+    present = _children(graph, model_node)
+    absent_heads = [head for head in HEADS if getattr(model, head, None) is not None and head not in present]
+    ours = {p: v for p, v in ours.items() if p.split("/")[0] not in absent_heads}
 
   missing = sorted(p for p in ours if p not in theirs)
   unexpected = sorted(p for p in theirs if p not in ours)
@@ -149,16 +256,12 @@ def restore_checkpoint(model: tf.Module, path: str) -> str:
       f"{p}: model {ours[p].shape.as_list()} vs checkpoint {theirs[p][1]}"
       for p in ours if p in theirs and ours[p].shape.as_list() != list(theirs[p][1]))
   if missing or unexpected or mismatched:
-    parts = [f"Checkpoint {prefix} does not fit model '{model.name}' (was it written with another "
-             "albert_config.json?). Nothing was restored."]
-    if missing:
-      parts.append(_list("missing from the checkpoint", missing))
-    if unexpected:
-      parts.append(_list("in the checkpoint but not in the model", unexpected))
-    if mismatched:
-      parts.append(_list("shape mismatches", mismatched))
-    raise CheckpointMismatchError("\n".join(parts))
+    raise mismatch_error(
+        f"Checkpoint {prefix} does not fit model '{model.name}' (was it written with another "
+        "albert_config.json?). Nothing was restored.",
+        [("missing from the checkpoint", missing), ("in the checkpoint but not in the model", unexpected),
+         ("shape mismatches", mismatched)])
 
   for object_path, variable in ours.items():
     variable.assign(reader.get_tensor(theirs[object_path][0]))
-  return prefix
+  return absent_heads

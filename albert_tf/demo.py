@@ -3,7 +3,8 @@
   python -m albert_tf.demo --output_dir=demo_output
 
 SentencePiece vocabulary → pretraining TFRecords (and a held-out eval set) → evaluation of the untrained
-model → pretraining of a small ALBERT with progress → evaluation → a Hugging Face model folder.
+model → pretraining of a small ALBERT with progress → evaluation → a Hugging Face model folder and a
+SavedModel for TF Serving that takes raw text.
 """
 
 import os
@@ -11,11 +12,13 @@ import sys
 import time
 
 from absl import flags
+import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf import distribution
 from albert_tf import huggingface
 from albert_tf import pretraining
+from albert_tf import serving
 from albert_tf import vocab
 from albert_tf.config import AlbertConfig
 from albert_tf.data import pretraining_data
@@ -32,6 +35,7 @@ SAMPLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sample_da
 MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
 HELD_OUT_EVERY = 10  # every 10th document is kept for evaluation
+FILL_MASK_EXAMPLES = ("I went to the [MASK] .", "파일 - [MASK] 를 선택합니다.")
 
 
 def _split_corpus(output_dir):
@@ -61,17 +65,17 @@ def main(argv):
   out = os.path.abspath(FLAGS.output_dir)
   os.makedirs(out, exist_ok=True)
 
-  _step("1/5 Corpus: the bundled sample (Korean LibreOffice help, English Botchan and Wikipedia)")
+  _step("1/6 Corpus: the bundled sample (Korean LibreOffice help, English Botchan and Wikipedia)")
   texts, counts = _split_corpus(out)
   print(f"{counts['train']} training and {counts['eval']} held-out documents: {texts['train']}, {texts['eval']}")
 
-  _step("2/5 SentencePiece vocabulary")
+  _step("2/6 SentencePiece vocabulary")
   # keep_accents everywhere: transformers 5 rebuilds Hangul into jamo otherwise (see BUILD_NOTES.md).
   spm_model = vocab.train_sentencepiece(texts["train"], os.path.join(out, "spm", "sample"),
                                         vocab_size=FLAGS.vocab_size, character_coverage=1.0, keep_accents=True)
   print(f"{spm_model}")
 
-  _step("3/5 Pretraining data: sentence-order pairs with n-gram masking")
+  _step("3/6 Pretraining data: sentence-order pairs with n-gram masking")
   options = InstanceOptions(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS)
   tokenizer_options = pretraining_data.TokenizerOptions(spm_model, do_lower_case=True, keep_accents=True)
   records = {}
@@ -82,7 +86,7 @@ def main(argv):
         num_workers=os.cpu_count() or 1, progress=False)
     print(f"{name}: " + "; ".join(summary.lines()[:1] + summary.lines()[3:4]))
 
-  _step("4/5 Pretraining a small ALBERT (MLM + SOP, Google's LAMB)")
+  _step("4/6 Pretraining a small ALBERT (MLM + SOP, Google's LAMB)")
   # A small ALBERT: E=64, H=128, 4 layers sharing one block.
   config = AlbertConfig(vocab_size=FLAGS.vocab_size, embedding_size=64, hidden_size=128, num_hidden_layers=4,
                         num_attention_heads=4, intermediate_size=512, max_position_embeddings=MAX_SEQ_LENGTH)
@@ -101,14 +105,25 @@ def main(argv):
   for key in ("masked_lm_accuracy", "sentence_order_accuracy", "masked_lm_loss", "sentence_order_loss"):
     print(f"{key}: {before[key]:.4f} before training → {after[key]:.4f} after {steps} steps (held-out)")
 
-  _step("5/5 Hugging Face model folder")
+  _step("5/6 Hugging Face model folder")
   hf_dir = os.path.join(out, "hf_model")
   huggingface.export_to_hf(run.model, hf_dir, spm_model_file=spm_model, do_lower_case=True, keep_accents=True)
   print(f"{hf_dir}: transformers.AlbertForPreTraining.from_pretrained({hf_dir!r}) loads it")
 
+  _step("6/6 SavedModel for TF Serving (raw text in, tokenized in the graph)")
+  saved_model = serving.export_saved_model(run.model, os.path.join(out, "saved_model"), spm_model,
+                                           MAX_SEQ_LENGTH, do_lower_case=True, keep_accents=True)
+  print(f"{saved_model}: signatures serving_default, encode_text, encode_text_pair, fill_mask")
+  loaded = tf.saved_model.load(saved_model)
+  filled = loaded.signatures["fill_mask"](text=tf.constant(FILL_MASK_EXAMPLES))
+  for row, text in enumerate(FILL_MASK_EXAMPLES):
+    candidates = ", ".join(f"{token.decode()} {score:.3f}" for token, score in
+                           zip(filled["top_k_tokens"][row, 0].numpy(), filled["top_k_scores"][row, 0].numpy()))
+    print(f"fill_mask({text!r}): {candidates}")
+
   print(f"\nDone in {time.time() - start:.0f} s. Everything is in {out}:")
   for path in (texts["train"], spm_model, records["train"], records["eval"], run_dir,
-               os.path.join(run_dir, pretraining.EVAL_RESULTS), os.path.join(run_dir, "train"), hf_dir):
+               os.path.join(run_dir, pretraining.EVAL_RESULTS), os.path.join(run_dir, "train"), hf_dir, saved_model):
     print(f"  {path}")
   print(f"TensorBoard: tensorboard --logdir {run_dir}")
   sys.stdout.flush()

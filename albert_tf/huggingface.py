@@ -9,16 +9,15 @@ which logs unmatched names and leaves those weights random.
 import base64
 import json
 import os
-import re
 import shutil
 import struct
 from typing import Dict, Optional
 
 import numpy as np
-from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.config import AlbertConfig
-from albert_tf.tokenization import DIACRITICAL_MARKS, SPECIAL_TOKENS, SentencePieceTokenizer
+from albert_tf.tokenization import (DIACRITICAL_MARKS, SPECIAL_TOKENS, SentencePieceTokenizer,
+                                    google_segmentation_model)
 from albert_tf.weight_names import named_weights
 
 # Our activation names -> Hugging Face's (its "gelu" is the exact erf form; Google's is "gelu_new").
@@ -26,6 +25,8 @@ _HF_ACTIVATION = {"gelu": "gelu_new", "gelu_new": "gelu_new", "gelu_pytorch_tanh
                   "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 _SAFETENSORS_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
                        np.dtype(np.int32): "I32"}
+_SAFETENSORS_READ_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
+                            "I64": np.dtype("<i8"), "I32": np.dtype("<i4")}
 _HF_ONLY_DEFAULTS = {"classifier_dropout_prob": 0.1, "layer_norm_eps": 1e-12, "pad_token_id": 0,
                      "bos_token_id": 2, "eos_token_id": 3}
 
@@ -41,7 +42,7 @@ def hf_config_dict(config: AlbertConfig) -> Dict:
 
 
 def hf_state_dict(model) -> Dict[str, np.ndarray]:
-  """Hugging Face `AlbertForPreTraining` (or `AlbertModel`) tensors of a built model, as float32 arrays.
+  """Hugging Face `AlbertForPreTraining` (`AlbertForMaskedLM`, `AlbertModel`) tensors of a model, float32.
 
   Google's code creates no E→H projection when E == H, but Hugging Face always has one: it gets the
   identity matrix and a zero bias, which computes the same function.
@@ -80,6 +81,27 @@ def write_safetensors(path: str, tensors: Dict[str, np.ndarray], metadata: Optio
       writer.write(tensors[name].astype(tensors[name].dtype.newbyteorder("<"), copy=False).tobytes())
 
 
+def read_safetensors(path: str) -> Dict[str, np.ndarray]:
+  """Reads a safetensors file: floats (F32, F16, BF16) as float32 arrays, integers as they are."""
+  with open(path, "rb") as reader:
+    header_size = struct.unpack("<Q", reader.read(8))[0]
+    header = json.loads(reader.read(header_size))
+    data = reader.read()
+  tensors = {}
+  for name, entry in header.items():
+    if name == "__metadata__":
+      continue
+    if entry["dtype"] not in _SAFETENSORS_READ_DTYPES:
+      raise ValueError(f"{path}: cannot read {name} of dtype {entry['dtype']}.")
+    start, end = entry["data_offsets"]
+    array = np.frombuffer(data[start:end], _SAFETENSORS_READ_DTYPES[entry["dtype"]]).reshape(entry["shape"])
+    if entry["dtype"] == "BF16":  # bfloat16 is the top half of a float32
+      array = (array.astype(np.uint32) << 16).view(np.float32)
+    native = np.float32 if array.dtype.kind == "f" else array.dtype.newbyteorder("=")
+    tensors[name] = array.astype(native)  # a writable copy in native byte order
+  return tensors
+
+
 def _special_token(content: str) -> Dict:
   # Hugging Face's [MASK] strips the space before it; all are matched before normalisation.
   return {"content": content, "lstrip": content == "[MASK]", "normalized": False, "rstrip": False,
@@ -94,13 +116,8 @@ def tokenizer_json(spm_model_file: str, do_lower_case: bool, keep_accents: bool)
   SentencePiece) and strip every combining mark (so NFKD-decomposed Hangul becomes <unk>). Here the
   normaliser is ours, step for step, and the unigram model sees whole text as SentencePiece does.
   """
-  proto = sentencepiece_model_pb2.ModelProto()
-  with open(spm_model_file, "rb") as reader:
-    proto.ParseFromString(reader.read())
-  # Google's encode_pieces never emits a piece ending in "<digit>,"; pricing such pieces out of the
-  # lattice gives the same segmentation.
-  vocab = [[piece.piece, piece.score - 100.0 if re.search(r"\d,$", piece.piece) and len(piece.piece) > 1
-            else piece.score] for piece in proto.pieces]
+  proto = google_segmentation_model(spm_model_file)
+  vocab = [[piece.piece, piece.score] for piece in proto.pieces]
   unk_id = next(i for i, piece in enumerate(proto.pieces) if piece.type == piece.UNKNOWN)
   normalizers = [
       {"type": "Strip", "strip_left": True, "strip_right": True},
@@ -175,7 +192,7 @@ def _tokenizer_files(spm_model_file: str, output_dir: str, do_lower_case: bool, 
 
 def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None, do_lower_case: bool = True,
                  keep_accents: bool = False) -> Dict[str, str]:
-  """Writes a Hugging Face folder for a built `AlbertPretrainer` (or `AlbertEncoder`).
+  """Writes a Hugging Face folder for a built `AlbertPretrainer` (with or without its SOP head) or encoder.
 
   Args:
     model: the model, with its weights restored.
@@ -194,6 +211,8 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None, d
   config = hf_config_dict(encoder.config)
   if not hasattr(model, "encoder"):
     config["architectures"] = ["AlbertModel"]
+  elif model.sentence_order_head is None:
+    config["architectures"] = ["AlbertForMaskedLM"]
   _write_json(paths["config.json"], config, sort_keys=True)
   write_safetensors(paths["model.safetensors"], hf_state_dict(model), metadata={"format": "pt"})
   if spm_model_file:

@@ -232,9 +232,21 @@ class Pretraining:
     if o.init_checkpoint:
       if o.init_from_group0:
         self._init_from_group0(o.init_checkpoint)
+        print(f"Initialised the model from {o.init_checkpoint}.", file=sys.stderr)
       else:
-        checkpoint_lib.restore_checkpoint(self.model, o.init_checkpoint)
-      print(f"Initialised the model from {o.init_checkpoint}.", file=sys.stderr)
+        self._init_from_checkpoint(o.init_checkpoint)
+
+  def _init_from_checkpoint(self, path: str):
+    """Google's --init_checkpoint: restores what the checkpoint holds and says which heads start fresh."""
+    prefix, fresh_heads = checkpoint_lib.restore_available_parts(self.model, path)
+    if not fresh_heads:
+      print(f"Initialised the model from {prefix}.", file=sys.stderr)
+      return
+    restored = ["the encoder"] + [f"the {name}" for head, name in checkpoint_lib.HEADS.items()
+                                  if head not in fresh_heads]
+    fresh = " and ".join(f"the {checkpoint_lib.HEADS[head]}" for head in fresh_heads)
+    print(f"Initialised {' and '.join(restored)} from {prefix}. Not in that checkpoint, so starting from "
+          f"fresh initialisation: {fresh}.", file=sys.stderr)
 
   def _init_from_group0(self, path: str):
     """Google's --init_from_group0: every parameter group starts from group 0 of a one-group checkpoint."""

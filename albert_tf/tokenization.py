@@ -16,6 +16,7 @@ import unicodedata
 from typing import List
 
 import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
 # Control symbols written in text (e.g. "수도는[MASK]이다") are recognised as their ids, not split.
@@ -24,6 +25,27 @@ _WORD_START = "\u2581"
 # Combining diacritical marks (U+0300-036F and its extensions): the "accents" that stripping removes.
 DIACRITICAL_MARKS = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 _DIACRITICAL_MARKS = re.compile(DIACRITICAL_MARKS)
+
+
+def ends_in_digit_comma(piece: str) -> bool:
+  """Google's `encode_pieces` splits a piece ending in "<digit>," (e.g. "▁3,") before the comma."""
+  return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def google_segmentation_model(spm_model_file: str) -> sentencepiece_model_pb2.ModelProto:
+  """The SentencePiece model with every "<digit>," piece priced out of the unigram lattice.
+
+  Plain Viterbi segmentation with it gives what Google's `encode_pieces` gives with the original model,
+  so tokenizers that cannot post-process pieces (Hugging Face's `tokenizers`, the in-graph op of an
+  exported SavedModel) still match `SentencePieceTokenizer`.
+  """
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(spm_model_file, "rb") as reader:
+    proto.ParseFromString(reader.read())
+  for piece in proto.pieces:
+    if ends_in_digit_comma(piece.piece):
+      piece.score -= 100.0
+  return proto
 
 
 def strip_accents(text: str) -> str:
@@ -73,8 +95,7 @@ class SentencePieceTokenizer:
     self.sep_id = self.sp_model.PieceToId("[SEP]")
     self.mask_id = self.sp_model.PieceToId("[MASK]")
     # Pieces Google's encode_pieces splits before the comma; lines without them take the fast id path.
-    self._digit_comma_ids = {i for i in range(self.vocab_size)
-                             if re.search(r"\d,$", self.sp_model.IdToPiece(i)) and len(self.sp_model.IdToPiece(i)) > 1}
+    self._digit_comma_ids = {i for i in range(self.vocab_size) if ends_in_digit_comma(self.sp_model.IdToPiece(i))}
 
   @property
   def vocab_size(self) -> int:
@@ -84,7 +105,7 @@ class SentencePieceTokenizer:
     pieces = []
     for piece in self.sp_model.EncodeAsPieces(text):
       # Google's rule: "3.0," is encoded as pieces of "3.0" followed by ",".
-      if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+      if ends_in_digit_comma(piece):
         split = self.sp_model.EncodeAsPieces(piece[:-1].replace(_WORD_START, ""))
         if piece[0] != _WORD_START and split and split[0].startswith(_WORD_START):
           split = split[1:] if len(split[0]) == 1 else [split[0][1:]] + split[1:]

@@ -83,18 +83,22 @@ def _pretraining_head_weights(pretrainer) -> List[Tuple[WeightNames, tf.Variable
   sop = pretrainer.sentence_order_head
   named = _dense(mlm.dense, "cls/predictions/transform/dense", "predictions.dense")
   named += _layer_norm(mlm.layer_norm, "cls/predictions/transform/LayerNorm", "predictions.LayerNorm")
-  named += [
-      (WeightNames("cls/predictions/output_bias", "predictions.bias"), mlm.output_bias),
-      # Both Google and HF store the SOP weight as [2, H]: no transpose.
-      (WeightNames("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
-       sop.output_weights),
-      (WeightNames("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"), sop.output_bias),
-  ]
+  named.append((WeightNames("cls/predictions/output_bias", "predictions.bias"), mlm.output_bias))
+  if sop is not None:
+    named += [
+        # Both Google and HF store the SOP weight as [2, H]: no transpose.
+        (WeightNames("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
+         sop.output_weights),
+        (WeightNames("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"), sop.output_bias),
+    ]
   return named
 
 
 def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
-  """Every variable of a built `AlbertEncoder` or `AlbertPretrainer`, with its outside names."""
+  """Every variable of a built `AlbertEncoder` or `AlbertPretrainer`, with its outside names.
+
+  A pretrainer without its sentence-order head has no `cls/seq_relationship` (`sop_classifier`) names.
+  """
   if not model.built:
     raise ValueError(f"Model {model.name} must be built (called once) before its weights are named.")
   if hasattr(model, "encoder"):

@@ -4,7 +4,9 @@
       --checkpoint=output/ --spm_model_file=30k-clean.model --output_dir=albert_hf
 
 The folder loads with `transformers.AlbertForPreTraining.from_pretrained(output_dir)` (or `AlbertModel`,
-`AlbertForMaskedLM`, ...) and, with --spm_model_file, `AlbertTokenizer.from_pretrained(output_dir)`.
+`AlbertForMaskedLM`, ...) and, with --spm_model_file, `AlbertTokenizer.from_pretrained(output_dir)`. A
+checkpoint of an encoder alone, or without the sentence-order head, exports as `AlbertModel` or
+`AlbertForMaskedLM`.
 """
 
 from absl import flags
@@ -29,8 +31,7 @@ flags.DEFINE_string("output_dir", None, "Folder to write config.json, model.safe
 def main(argv):
   del argv
   config = albert_tf.AlbertConfig.from_json_file(FLAGS.albert_config_file)
-  model = albert_tf.AlbertPretrainer(config)
-  prefix = checkpoint_lib.restore_checkpoint(model, FLAGS.checkpoint)
+  model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
   logging.info("Restored %s", prefix)
   paths = huggingface.export_to_hf(model, FLAGS.output_dir, spm_model_file=FLAGS.spm_model_file,
                                    do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents)

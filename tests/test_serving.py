@@ -1,0 +1,253 @@
+"""SavedModel export: the in-graph tokenizer against the Python one, and every signature against Keras."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf import serving
+from albert_tf.checkpoint import save_checkpoint
+from albert_tf.graph_tokenization import PYTHON_WHITESPACE, GraphTokenizer
+from albert_tf.tokenization import SentencePieceTokenizer
+from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
+
+CORPUS = os.path.join(SHARED, "corpus")
+MAX_SEQ_LENGTH = 40
+
+
+def corpus_lines(name, limit=None):
+  with open(os.path.join(CORPUS, name), encoding="utf-8") as reader:
+    lines = [line.rstrip("\n") for line in reader if line.strip()]
+  return lines[:limit]
+
+
+def python_pack(tokenizer, text_a, text_b, max_seq_length):
+  """Google's run_classifier packing with `_truncate_seq_pair`, written out as its loop."""
+  ids_a = tokenizer.encode(text_a)
+  ids_b = tokenizer.encode(text_b) if text_b else []
+  budget = max_seq_length - (3 if ids_b else 2)
+  while len(ids_a) + len(ids_b) > budget:
+    (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
+  ids = [tokenizer.cls_id] + ids_a + [tokenizer.sep_id]
+  types = [0] * len(ids)
+  if ids_b:
+    ids += ids_b + [tokenizer.sep_id]
+    types += [1] * (len(ids_b) + 1)
+  padding = [0] * (max_seq_length - len(ids))
+  return ids + padding, [1] * len(ids) + padding, types + padding
+
+
+def test_whitespace_pattern_is_exactly_what_str_split_splits_on():
+  pattern = re.compile(PYTHON_WHITESPACE)
+  for code_point in range(0x110000):
+    char = chr(code_point)
+    assert char.isspace() == bool(pattern.fullmatch(char)), hex(code_point)
+
+
+@requires_shared(SP8K_MODEL)
+@pytest.mark.parametrize("do_lower_case,keep_accents", [(True, False), (True, True), (False, False)])
+def test_graph_tokenizer_gives_the_python_ids_on_korean_and_english(do_lower_case, keep_accents):
+  python_tokenizer = SentencePieceTokenizer(SP8K_MODEL, do_lower_case, keep_accents)
+  graph_tokenizer = GraphTokenizer(SP8K_MODEL, do_lower_case, keep_accents)
+  lines = []
+  for name in ("ko_law.txt", "ko_libreoffice_help.txt", "en_wiki.txt", "en_botchan.txt"):
+    lines += corpus_lines(name)
+  lines += ["대한민국의 수도는[MASK]이다.", "The capital of France is [MASK] .", "[CLS]x[SEP] y [SEP]",
+            "It costs 1,000 or 3.0, won.", "  Café\u3000\u00a0``quoted''\u2028naïve ", "", "   "]
+  graph_ids = graph_tokenizer.encode(tf.constant(lines)).to_list()
+  scores = python_tokenizer.sp_model.GetScore
+  differing = []
+  for line, ids in zip(lines, graph_ids):
+    expected = python_tokenizer.encode(line)
+    if ids != expected:
+      differing.append(line)
+      # The only difference allowed: an exact tie of the unigram model (the same pieces in another order),
+      # which tensorflow-text's SentencePiece build breaks differently from the Python package's.
+      assert sorted(ids) == sorted(expected), (line, ids, expected)
+      assert sum(map(scores, ids)) == pytest.approx(sum(map(scores, expected)), abs=1e-4)
+  assert len(lines) > 40000
+  assert len(differing) <= len(lines) // 5000, differing
+
+
+@requires_shared(SP8K_MODEL)
+def test_packing_truncates_pairs_as_google_does():
+  python_tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  graph_tokenizer = GraphTokenizer(SP8K_MODEL)
+  rng = np.random.default_rng(0)
+  words = corpus_lines("en_wiki.txt", 200)[50].split() + corpus_lines("ko_law.txt", 50)[10].split()
+  texts_a = [" ".join(rng.choice(words, rng.integers(0, 12))) for _ in range(200)]
+  texts_b = [" ".join(rng.choice(words, rng.integers(0, 12))) if i % 3 else "" for i in range(200)]
+  for max_seq_length in (5, 16):
+    packed = graph_tokenizer.encode_and_pack(tf.constant(texts_a), tf.constant(texts_b), max_seq_length)
+    for row, (text_a, text_b) in enumerate(zip(texts_a, texts_b)):
+      ids, mask, types = python_pack(python_tokenizer, text_a, text_b, max_seq_length)
+      assert packed["input_word_ids"][row].numpy().tolist() == ids, (text_a, text_b)
+      assert packed["input_mask"][row].numpy().tolist() == mask
+      assert packed["input_type_ids"][row].numpy().tolist() == types
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  """A randomly initialised pretrainer on the 8k Korean+English vocabulary, exported as version 1."""
+  if not os.path.exists(SP8K_MODEL):
+    pytest.skip(f"{SP8K_MODEL} not present")
+  model = albert_tf.AlbertPretrainer(tiny_config(vocab_size=8000))
+  model(model.dummy_inputs())
+  randomize(model, scale=0.1)
+  export_dir = str(tmp_path_factory.mktemp("serving") / "albert")
+  path = serving.export_saved_model(model, export_dir, SP8K_MODEL, MAX_SEQ_LENGTH, fill_mask_top_k=4)
+  return model, path
+
+
+def sample_texts():
+  return (corpus_lines("ko_libreoffice_help.txt", 30)[-6:] + corpus_lines("en_wiki.txt", 30)[-6:] +
+          ["짧은 문장", "A much longer English sentence that will certainly need to be truncated " * 3])
+
+
+def test_export_writes_a_versioned_directory_with_assets(exported):
+  model, path = exported
+  assert os.path.basename(path) == "1"
+  assert sorted(os.listdir(os.path.join(path, "assets"))) == ["albert_config.json", "spiece.model"]
+  assert albert_tf.AlbertConfig.from_json_file(os.path.join(path, "assets", "albert_config.json")) == model.config
+  assert serving.next_version(os.path.dirname(path)) == 2
+  with pytest.raises(ValueError, match="already exists"):
+    serving.export_saved_model(model, os.path.dirname(path), SP8K_MODEL, MAX_SEQ_LENGTH, version=1)
+  assert sorted(os.listdir(os.path.dirname(path))) == ["1"]
+
+
+def test_serving_default_equals_the_keras_encoder(exported):
+  model, path = exported
+  loaded = tf.saved_model.load(path)
+  batch = padded_batch(8000)
+  del batch["masked_lm_positions"]
+  served = loaded.signatures["serving_default"](**batch)
+  expected = model.encoder(batch, training=False)
+  for name in ("sequence_output", "pooled_output"):
+    np.testing.assert_allclose(served[name], expected[name], atol=1e-5)
+
+
+def test_encode_text_packs_like_the_python_tokenizer_and_encodes_like_keras(exported):
+  model, path = exported
+  loaded = tf.saved_model.load(path)
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  texts_a = sample_texts()
+  texts_b = list(reversed(texts_a))
+  single = loaded.signatures["encode_text"](text_a=tf.constant(texts_a))
+  pair = loaded.signatures["encode_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+  for outputs, seconds in ((single, [None] * len(texts_a)), (pair, texts_b)):
+    for row, (text_a, text_b) in enumerate(zip(texts_a, seconds)):
+      ids, mask, types = python_pack(tokenizer, text_a, text_b, MAX_SEQ_LENGTH)
+      assert outputs["input_word_ids"][row].numpy().tolist() == ids
+      assert outputs["input_mask"][row].numpy().tolist() == mask
+      assert outputs["input_type_ids"][row].numpy().tolist() == types
+    expected = model.encoder({name: outputs[name] for name in ("input_word_ids", "input_mask", "input_type_ids")})
+    np.testing.assert_allclose(outputs["sequence_output"], expected["sequence_output"], atol=1e-5)
+    np.testing.assert_allclose(outputs["pooled_output"], expected["pooled_output"], atol=1e-5)
+  # The restored function also takes the optional second text directly.
+  np.testing.assert_array_equal(loaded.encode_text(tf.constant(texts_a))["input_word_ids"],
+                                single["input_word_ids"])
+  np.testing.assert_array_equal(loaded.encode_text(tf.constant(texts_a), tf.constant(texts_b))["input_type_ids"],
+                                pair["input_type_ids"])
+
+
+def test_fill_mask_gives_the_top_k_of_the_keras_mlm_head(exported):
+  model, path = exported
+  loaded = tf.saved_model.load(path)
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  texts = ["대한민국의 수도는 [MASK]이다.", "The [MASK] sat on the [MASK] .", "No mask at all."]
+  outputs = loaded.signatures["fill_mask"](text=tf.constant(texts))
+  assert outputs["num_masks"].numpy().tolist() == [1, 2, 0]
+  for row, text in enumerate(texts):
+    ids, mask, types = python_pack(tokenizer, text, None, MAX_SEQ_LENGTH)
+    positions = [i for i, token in enumerate(ids) if token == tokenizer.mask_id]
+    count = len(positions)
+    assert outputs["mask_positions"][row, :count].numpy().tolist() == positions
+    assert np.all(outputs["mask_positions"][row, count:] == -1)
+    assert np.all(outputs["top_k_ids"][row, count:] == -1) and np.all(outputs["top_k_scores"][row, count:] == 0)
+    if not count:
+      continue
+    inputs = {"input_word_ids": [ids], "input_mask": [mask], "input_type_ids": [types],
+              "masked_lm_positions": [positions]}
+    logits = model({name: tf.constant(value, tf.int32) for name, value in inputs.items()})["mlm_logits"][0]
+    probabilities = tf.nn.softmax(logits).numpy()
+    expected_ids = np.argsort(-probabilities, axis=-1)[:, :4]
+    np.testing.assert_array_equal(outputs["top_k_ids"][row, :count], expected_ids)
+    np.testing.assert_allclose(outputs["top_k_scores"][row, :count],
+                               np.take_along_axis(probabilities, expected_ids, axis=-1), atol=1e-6)
+    tokens = [[token.decode() for token in candidates] for candidates in outputs["top_k_tokens"][row, :count].numpy()]
+    assert tokens == [tokenizer.convert_ids_to_tokens(candidates) for candidates in expected_ids]
+
+
+def test_a_process_without_albert_tf_serves_the_export(exported, tmp_path):
+  model, path = exported
+  texts = sample_texts()
+  script = textwrap.dedent(f"""
+      import sys
+      sys.modules["albert_tf"] = None  # importing albert_tf in here would fail
+      import numpy as np
+      import tensorflow as tf
+      import tensorflow_text  # registers the SentencePiece op
+      loaded = tf.saved_model.load({path!r})
+      texts = tf.constant({texts!r})
+      encoded = loaded.signatures["encode_text"](text_a=texts)
+      filled = loaded.signatures["fill_mask"](text=tf.constant(["서울은 [MASK]의 수도이다."]))
+      np.savez({str(tmp_path / "served.npz")!r}, pooled_output=encoded["pooled_output"].numpy(),
+               input_word_ids=encoded["input_word_ids"].numpy(), top_k_ids=filled["top_k_ids"].numpy())
+      """)
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=str(tmp_path))
+  assert result.returncode == 0, result.stderr[-3000:]
+  served = np.load(tmp_path / "served.npz")
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  expected_ids = np.array([python_pack(tokenizer, text, None, MAX_SEQ_LENGTH)[0] for text in texts])
+  np.testing.assert_array_equal(served["input_word_ids"], expected_ids)
+  expected = model.encoder({"input_word_ids": expected_ids, "input_mask": (expected_ids > 0).astype(np.int32),
+                            "input_type_ids": np.zeros_like(expected_ids)})
+  np.testing.assert_allclose(served["pooled_output"], expected["pooled_output"], atol=1e-5)
+  assert served["top_k_ids"].shape == (1, 1, 4)
+
+
+def run_export_tool(*flags):
+  return subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"), *flags],
+                        capture_output=True, text=True, timeout=300)
+
+
+@requires_shared(SP8K_MODEL)
+def test_export_tool_on_an_encoder_checkpoint_has_no_fill_mask(tmp_path):
+  config = tiny_config(vocab_size=8000)
+  config_file = tmp_path / "albert_config.json"
+  config.to_json_file(str(config_file))
+  encoder = albert_tf.AlbertEncoder(config)
+  encoder(encoder.dummy_inputs())
+  save_checkpoint(encoder, str(tmp_path / "encoder" / "model.ckpt"))
+  export_dir = tmp_path / "export"
+  common = [f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'encoder'}",
+            f"--spm_model_file={SP8K_MODEL}", f"--export_dir={export_dir}"]
+  result = run_export_tool(*common, "--max_seq_length=16", "--export_version=7")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "no fill_mask signature" in result.stdout
+  loaded = tf.saved_model.load(str(export_dir / "7"))
+  assert sorted(loaded.signatures) == ["encode_text", "encode_text_pair", "serving_default"]
+  assert loaded.signatures["encode_text"](text_a=tf.constant(["한 문장"]))["input_word_ids"].shape == (1, 16)
+
+  too_long = run_export_tool(*common, "--max_seq_length=65")
+  assert too_long.returncode == 2 and "error: --max_seq_length=65" in too_long.stderr
+  other_model = os.path.join(CORPUS, "botchan_en_unigram_1000.model")
+  wrong_vocab = run_export_tool(*common[:2], f"--spm_model_file={other_model}", common[3], "--max_seq_length=16")
+  assert wrong_vocab.returncode == 2 and f"error: SentencePiece model {other_model}" in wrong_vocab.stderr
+  assert sorted(os.listdir(export_dir)) == ["7"]
+
+
+@requires_shared(SP8K_MODEL)
+def test_export_refuses_a_vocabulary_that_is_not_the_models(tmp_path):
+  model = albert_tf.AlbertEncoder(tiny_config())
+  model(model.dummy_inputs())
+  with pytest.raises(ValueError, match="has 8000 pieces but the model's vocab_size is 120"):
+    serving.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, 16)
+  assert not (tmp_path / "export").exists()

@@ -1,0 +1,49 @@
+"""Exports an albert-tf checkpoint as a SavedModel for TF Serving that takes raw text.
+
+  python tools/export_saved_model.py --albert_config_file=configs/albert_base.json \
+      --checkpoint=output/ --spm_model_file=30k-clean.model --max_seq_length=128 --export_dir=serving/albert
+
+writes serving/albert/1/ (the next free version) with the signatures serving_default (ids), encode_text and
+encode_text_pair (strings, tokenized in the graph) and, for checkpoints with the masked-LM head, fill_mask.
+Load it with `import tensorflow_text` (registers the SentencePiece op) and `tf.saved_model.load`.
+"""
+
+from absl import flags
+
+from albert_tf import checkpoint as checkpoint_lib
+from albert_tf import cli
+from albert_tf import serving
+from albert_tf.config import AlbertConfig
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("albert_config_file", None, "The albert_config.json the model was built with.")
+flags.DEFINE_string("checkpoint", None,
+                    "An albert-tf checkpoint prefix, or a directory meaning its latest checkpoint.")
+flags.DEFINE_string("spm_model_file", None, "The SentencePiece model the model was trained with.")
+flags.DEFINE_bool("do_lower_case", True, "Whether the tokenizer lower-cases (Google's default: True).")
+flags.DEFINE_bool("keep_accents", False, "Whether the tokenizer keeps accents (Google strips them).")
+flags.DEFINE_integer("max_seq_length", 128, "Length that text inputs are packed and padded to.")
+flags.DEFINE_integer("fill_mask_top_k", 5, "Candidates that fill_mask returns at each [MASK].")
+flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>.")
+flags.DEFINE_integer("export_version", None, "Version number (default: one more than the highest present).")
+
+
+def main(argv):
+  del argv
+  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+  model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
+  path = serving.export_saved_model(
+      model, FLAGS.export_dir, FLAGS.spm_model_file, FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case,
+      keep_accents=FLAGS.keep_accents, fill_mask_top_k=FLAGS.fill_mask_top_k, version=FLAGS.export_version)
+  signatures = ["serving_default", "encode_text", "encode_text_pair"]
+  if getattr(model, "masked_lm_head", None) is not None:
+    signatures.append("fill_mask")
+  else:
+    print(f"{prefix} has no masked-LM head, so the SavedModel has no fill_mask signature.")
+  print(f"Exported {prefix} to {path} with signatures: {', '.join(signatures)}.")
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["albert_config_file", "checkpoint", "spm_model_file", "export_dir"])
+  cli.run(main)
