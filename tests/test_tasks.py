@@ -1,0 +1,295 @@
+"""Fine-tuning tasks: GLUE's real column layouts, the generic TSV task, every bad input before training."""
+
+import os
+import re
+
+import pytest
+
+from albert_tf import tasks
+from albert_tf.tasks import KNOWN_TASKS, Example, TaskError, TsvFormat, get_task
+from conftest import SHARED, requires_shared
+
+TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
+
+# A few rows of each GLUE file in its real layout (a header first, except in CoLA's train and dev). Some
+# texts hold unbalanced quotes: GLUE's files are read without quoting.
+MNLI_HEADER = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+               "sentence1_parse\tsentence2_parse\tsentence1\tsentence2")
+MNLI_PARSES = "( x )\t( y )\t(ROOT x)\t(ROOT y)"
+STSB_HEADER = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
+STSB_ROW = "{}\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\t{}\t{}"
+MRPC_COLUMNS = "#1 ID\t#2 ID\t#1 String\t#2 String"
+GLUE_FILES = {
+    "CoLA/train.tsv": ["gj04\t1\t\tOur friends won't buy this analysis.", "gj04\t0\t*\tThey drank the pub."],
+    "CoLA/dev.tsv": ["gj04\t1\t\tThe sailors rode the breeze clear of the rocks."],
+    "CoLA/test.tsv": ["index\tsentence", "0\tBill whistled past the house.", '1\tThe car honked "down.'],
+    "SST-2/train.tsv": ["sentence\tlabel", "hide new secretions from the parents \t0",
+                        "the greatest musicians \t1"],
+    "SST-2/dev.tsv": ["sentence\tlabel", "it 's a charming journey . \t1"],
+    "SST-2/test.tsv": ["index\tsentence", "0\tuneasy mishmash of styles ."],
+    "MRPC/train.tsv": ["Quality\t" + MRPC_COLUMNS, '1\t702876\t702977\tHe called " the witness " .\tHe did .',
+                       "0\t2108705\t2108831\tYucaipa owned it .\tYucaipa bought it ."],
+    "MRPC/dev.tsv": ["Quality\t" + MRPC_COLUMNS, "1\t1355540\t1355592\tHe said .\tHe says ."],
+    "MRPC/test.tsv": ["index\t" + MRPC_COLUMNS, "0\t1089874\t1089925\tPCCW 's chief .\tCEO ."],
+    "STS-B/train.tsv": [STSB_HEADER + "\tscore", STSB_ROW.format(0, "A jet flies.", "A jet.") + "\t5.0",
+                        STSB_ROW.format(1, "A man plays a flute.", "A man plays.") + "\t3.800"],
+    "STS-B/dev.tsv": [STSB_HEADER + "\tscore", STSB_ROW.format(0, "A hard hat.", "A hat.") + "\t0.5"],
+    "STS-B/test.tsv": [STSB_HEADER, STSB_ROW.format(0, "A girl sings.", "A girl talks.")],
+    "QQP/train.tsv": ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate",
+                      "133273\t213221\t213222\tHow is the life of a math student?\tWhich level is enough?\t0",
+                      "402555\t536040\t536041\tHow do I control it?\tHow do you control it?\t1"],
+    "QQP/dev.tsv": ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate",
+                    "201359\t303345\t303346\tWhy is it so?\tWhy are they so good?\t0"],
+    "QQP/test.tsv": ["id\tquestion1\tquestion2", "0\tWhy am I lonely?\tHow can I stop being lonely?"],
+    "MNLI/train.tsv": [MNLI_HEADER + "\tlabel1\tgold_label",
+                       f"0\t31193\t31193n\tgovernment\t{MNLI_PARSES}\tCream skimming has two dimensions.\t"
+                       "Product makes it work. \tneutral\tneutral",
+                       f'1\t101457\t101457e\ttelephone\t{MNLI_PARSES}\tyou know "during the season\t'
+                       "You lose.\tentailment\tentailment"],
+    "MNLI/dev_matched.tsv": [MNLI_HEADER + "\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label",
+                             f"0\t63735\t63735n\tslate\t{MNLI_PARSES}\tThe rights are nice.\tEveryone likes "
+                             "them.\tneutral\tentailment\tneutral\tneutral\tneutral\tneutral"],
+    "MNLI/dev_mismatched.tsv": [MNLI_HEADER + "\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label"] + [
+        f"{index}\t75290\t75290c\tletters\t{MNLI_PARSES}\tYes.\tNo.\t" + "\t".join(["contradiction"] * 6)
+        for index in range(2)],
+    "MNLI/test_matched.tsv": [MNLI_HEADER, f"0\t31349\t31349\tslate\t{MNLI_PARSES}\tHi Tom.\tTom is here."],
+    "MNLI/test_mismatched.tsv": [MNLI_HEADER, f"0\t2\t2\tletters\t{MNLI_PARSES}\tHello.\tA greeting."],
+    "QNLI/train.tsv": ["index\tquestion\tsentence\tlabel",
+                       "0\tWhen did the third series begin?\tUnlike the two before it.\tnot_entailment"],
+    "QNLI/dev.tsv": ["index\tquestion\tsentence\tlabel", "0\tWhat came into force?\tThe Treaty.\tentailment"],
+    "QNLI/test.tsv": ["index\tquestion\tsentence", "0\tWho is devoted to it?\tFor decades."],
+    "RTE/train.tsv": ["index\tsentence1\tsentence2\tlabel", "0\tNo Weapons Yet.\tWeapons.\tnot_entailment",
+                      "1\tA place of sorrow.\tPope buried.\tentailment"],
+    "RTE/dev.tsv": ["index\tsentence1\tsentence2\tlabel", "0\tDana Reeve died.\tReeve had.\tnot_entailment"],
+    "RTE/test.tsv": ["index\tsentence1\tsentence2", "0\tMexico City has a population.\tMexico is big."],
+    "WNLI/train.tsv": ["index\tsentence1\tsentence2\tlabel", "0\tI stuck a pin in it.\tIt had a hole.\t1"],
+    "WNLI/dev.tsv": ["index\tsentence1\tsentence2\tlabel", "0\tThe drain is clogged.\tThe hair is.\t0"],
+    "WNLI/test.tsv": ["index\tsentence1\tsentence2", "0\tMaude had seen trains.\tThe trains roared."],
+}
+# task: (GLUE folder, examples in train, dev, test, first train example, first test example).
+EXPECTED = {
+    "cola": ("CoLA", (2, 1, 2), Example("train-1", "Our friends won't buy this analysis.", None, "1"),
+             Example("0", "Bill whistled past the house.")),
+    "sst-2": ("SST-2", (2, 1, 1), Example("train-2", "hide new secretions from the parents ", None, "0"),
+              Example("0", "uneasy mishmash of styles .")),
+    "mrpc": ("MRPC", (2, 1, 1), Example("train-2", 'He called " the witness " .', "He did .", "1"),
+             Example("0", "PCCW 's chief .", "CEO .")),
+    "sts-b": ("STS-B", (2, 1, 1), Example("0", "A jet flies.", "A jet.", 5.0),
+              Example("0", "A girl sings.", "A girl talks.")),
+    "qqp": ("QQP", (2, 1, 1), Example("133273", "How is the life of a math student?",
+                                      "Which level is enough?", "0"),
+            Example("0", "Why am I lonely?", "How can I stop being lonely?")),
+    "mnli": ("MNLI", (2, 1, 1), Example("0", "Cream skimming has two dimensions.", "Product makes it work. ",
+                                        "neutral"), Example("0", "Hi Tom.", "Tom is here.")),
+    "mnli-mm": ("MNLI", (2, 2, 1), Example("0", "Cream skimming has two dimensions.",
+                                           "Product makes it work. ", "neutral"),
+                Example("0", "Hello.", "A greeting.")),
+    "qnli": ("QNLI", (1, 1, 1), Example("0", "When did the third series begin?", "Unlike the two before it.",
+                                        "not_entailment"),
+             Example("0", "Who is devoted to it?", "For decades.")),
+    "rte": ("RTE", (2, 1, 1), Example("0", "No Weapons Yet.", "Weapons.", "not_entailment"),
+            Example("0", "Mexico City has a population.", "Mexico is big.")),
+    "wnli": ("WNLI", (1, 1, 1), Example("0", "I stuck a pin in it.", "It had a hole.", "1"),
+             Example("0", "Maude had seen trains.", "The trains roared.")),
+}
+
+
+def write(path, lines, encoding="utf-8"):
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_bytes("".join(line + "\n" for line in lines).encode(encoding))
+  return str(path)
+
+
+@pytest.fixture
+def glue_dir(tmp_path):
+  for name, lines in GLUE_FILES.items():
+    write(tmp_path / "glue_data" / name, lines)
+  return tmp_path / "glue_data"
+
+
+def at(path, line):
+  """A `match` pattern for an error naming `path` and the 1-based `line`."""
+  return re.escape(f"{path}, line {line}:")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_glue_processors_read_the_real_layouts(glue_dir, name):
+  folder, counts, first_train, first_test = EXPECTED[name]
+  task = get_task(name)
+  splits = {split: task.read_examples(str(glue_dir / folder), split) for split in tasks.SPLITS}
+  assert tuple(len(splits[split]) for split in tasks.SPLITS) == counts
+  assert splits["train"][0] == first_train
+  assert splits["test"][0] == first_test
+  for split in ("train", "dev"):
+    for example in splits[split]:
+      if task.is_regression:
+        assert isinstance(example.label, float)
+      else:
+        assert example.label in task.label_list
+      assert (example.text_b is None) == (name in ("cola", "sst-2"))
+  assert all(example.label is None for example in splits["test"])
+  # Google's --data_dir (the parent of the task folders) and a single file work too.
+  assert task.read_examples(str(glue_dir), "train") == splits["train"]
+  assert task.read_examples(str(glue_dir / folder / "train.tsv"), "train") == splits["train"]
+
+
+def test_glue_details(glue_dir):
+  assert get_task("mnli").read_examples(str(glue_dir), "dev")[0].label == "neutral"  # dev_matched.tsv
+  assert [e.label for e in get_task("mnli-mm").read_examples(str(glue_dir), "dev")] == ["contradiction"] * 2
+  assert get_task("mnli").read_examples(str(glue_dir), "train")[1].text_a == 'you know "during the season'
+  assert get_task("sts-b").read_examples(str(glue_dir), "dev")[0].label == 0.5
+  assert get_task("cola").read_examples(str(glue_dir), "test")[1].text_a == 'The car honked "down.'
+
+
+def test_task_names_labels_and_metrics():
+  assert KNOWN_TASKS == ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mnli-mm", "qnli", "rte", "wnli",
+                         "tsv")
+  for alias, name in (("SST2", "sst-2"), ("stsb", "sts-b"), ("MisMNLI", "mnli-mm"), ("CoLA", "cola"),
+                      ("STS-B", "sts-b")):
+    assert get_task(alias).name == name
+  primary = {name: get_task(name).primary_metric for name in KNOWN_TASKS[:-1]}
+  assert primary == {"cola": "mcc", "sst-2": "accuracy", "mrpc": "f1", "sts-b": "pearson", "qqp": "f1",
+                     "mnli": "accuracy", "mnli-mm": "accuracy", "qnli": "accuracy", "rte": "accuracy",
+                     "wnli": "accuracy"}
+  assert get_task("cola").metric_names == ("accuracy", "mcc")
+  assert get_task("sts-b").metric_names == ("pearson", "spearman", "mse")
+  assert get_task("sts-b").is_regression and get_task("sts-b").label_list is None
+  assert get_task("mnli").label_list == ("contradiction", "entailment", "neutral")
+  assert get_task("qnli").label_list == get_task("rte").label_list == ("entailment", "not_entailment")
+  assert not get_task("wnli").is_regression and get_task("wnli").label_list == ("0", "1")
+
+
+@requires_shared(TWEETS)
+def test_tsv_task_on_the_shared_sentiment_scores(tmp_path):
+  with open(TWEETS, encoding="utf-8") as reader:
+    lines = [next(reader).rstrip("\n") for _ in range(40)]
+  path = write(tmp_path / "tweets.tsv", lines)
+  rows = [line.split("\t") for line in lines]
+
+  regression = get_task("tsv", TsvFormat(text_a_column=2, label_column=1, is_regression=True))
+  examples = regression.read_examples(path, "train")
+  assert regression.is_regression and regression.label_list is None and regression.primary_metric == "pearson"
+  assert [(e.text_a, e.text_b, e.label) for e in examples] == [(r[2], None, float(r[1])) for r in rows]
+  assert examples[0].guid == "train-1"
+
+  binary = get_task("tsv", TsvFormat(text_a_column=2, label_column=1, label_threshold=0.0))
+  examples = binary.read_examples(path, "dev")
+  assert binary.label_list == ("0", "1") and binary.primary_metric == "accuracy" and not binary.is_regression
+  assert [e.label for e in examples] == ["1" if float(r[1]) > 0 else "0" for r in rows]
+  assert {e.label for e in examples} == {"0", "1"}
+
+
+def test_tsv_task_directory_header_pairs_and_labels_from_train(tmp_path):
+  write(tmp_path / "train.tsv", ["label\tfirst\tsecond", "10\ta\tb", "2\tc\td", "", "9\te\tf"])
+  write(tmp_path / "dev.tsv", ["label\tfirst\tsecond", "9\tg\th"])
+  write(tmp_path / "test.tsv", ["label\tfirst\tsecond", "x\ti\tj"])
+  tsv_format = TsvFormat(text_a_column=1, text_b_column=2, label_column=0, has_header=True)
+  task = get_task("tsv", tsv_format)
+  with pytest.raises(TaskError, match="train split: read it first"):
+    task.read_examples(str(tmp_path), "dev")
+  train = task.read_examples(str(tmp_path), "train")
+  assert [(e.guid, e.text_a, e.text_b, e.label) for e in train] == [
+      ("train-2", "a", "b", "10"), ("train-3", "c", "d", "2"), ("train-5", "e", "f", "9")]  # blank line 4
+  assert task.label_list == ("2", "9", "10")  # numeric labels sort as numbers
+  assert task.read_examples(str(tmp_path), "dev")[0].label == "9"
+  with pytest.raises(TaskError, match=at(tmp_path / "test.tsv", 2) + ".*'x' is not one of"):
+    task.read_examples(str(tmp_path), "test")
+  unlabeled = get_task("tsv", TsvFormat(text_a_column=1, label_column=0, text_b_column=2, has_header=True,
+                                        label_list=["x", 2, 9, 10], test_has_labels=False))
+  assert unlabeled.label_list == ("x", "2", "9", "10")
+  assert unlabeled.read_examples(str(tmp_path), "test") == [Example("test-2", "i", "j")]
+
+
+def test_byte_order_mark_and_windows_line_ends(tmp_path):
+  path = tmp_path / "bom.tsv"
+  path.write_bytes("\ufeff1\tfirst\r\n0\tsecond\r\n".encode("utf-8"))
+  examples = get_task("tsv", TsvFormat(text_a_column=1, label_column=0)).read_examples(str(path), "train")
+  assert [(e.text_a, e.label) for e in examples] == [("first", "1"), ("second", "0")]
+
+
+# Bad inputs: each fails while reading, naming the file and the line.
+
+
+def test_short_row(glue_dir):
+  path = glue_dir / "RTE" / "train.tsv"
+  write(path, GLUE_FILES["RTE/train.tsv"] + ["2\tonly one sentence"])
+  with pytest.raises(TaskError, match=at(path, 4) + " 2 tab-separated column.*at least 4"):
+    get_task("rte").read_examples(str(glue_dir), "train")
+  path = glue_dir / "MNLI" / "dev_matched.tsv"
+  write(path, GLUE_FILES["MNLI/dev_matched.tsv"] + ["1\t2\t3\tslate\ta\tb\tc\td\tno\tlabels"])
+  with pytest.raises(TaskError, match=at(path, 3) + " 10 tab-separated column.*at least 16"):
+    get_task("mnli").read_examples(str(glue_dir), "dev")
+
+
+def test_label_not_in_the_task(glue_dir):
+  path = glue_dir / "CoLA" / "dev.tsv"
+  write(path, GLUE_FILES["CoLA/dev.tsv"] + ["gj04\t*\t\tA sentence."])
+  with pytest.raises(TaskError, match=at(path, 2) + r" label '\*' is not one of the task's labels"):
+    get_task("cola").read_examples(str(glue_dir), "dev")
+  path = glue_dir / "MNLI" / "train.tsv"
+  write(path, GLUE_FILES["MNLI/train.tsv"] + [GLUE_FILES["MNLI/train.tsv"][1].replace("\tneutral\tneutral",
+                                                                                        "\tneutral\t-")])
+  with pytest.raises(TaskError, match=at(path, 4) + " label '-'"):
+    get_task("mnli").read_examples(str(glue_dir), "train")
+
+
+@pytest.mark.parametrize("score", ["high", "nan", ""])
+def test_regression_label_that_is_not_a_number(glue_dir, score):
+  path = glue_dir / "STS-B" / "dev.tsv"
+  write(path, GLUE_FILES["STS-B/dev.tsv"] + [GLUE_FILES["STS-B/dev.tsv"][1].replace("\t0.5", f"\t{score}")])
+  with pytest.raises(TaskError, match=at(path, 3) + f" label '{score}' is not a number"):
+    get_task("sts-b").read_examples(str(glue_dir), "dev")
+  tsv = get_task("tsv", TsvFormat(text_a_column=7, label_column=9, has_header=True, label_threshold=2.5))
+  with pytest.raises(TaskError, match=at(path, 3) + f" label '{score}' is not a number"):
+    tsv.read_examples(str(path), "train")
+
+
+@pytest.mark.parametrize("lines, header", [([], False), ([], True), (["", ""], False),
+                                           (["sentence\tlabel"], True)])
+def test_empty_file(tmp_path, lines, header):
+  path = write(tmp_path / "train.tsv", lines)
+  with pytest.raises(TaskError, match=re.escape(f"{path}: no examples: the file is empty")):
+    task = get_task("tsv", TsvFormat(text_a_column=0, label_column=1, has_header=header))
+    task.read_examples(path, "train")
+
+
+def test_not_utf8(tmp_path):
+  path = write(tmp_path / "train.tsv", ["1\tplain", "0\tcaf\xe9 latin-1"], encoding="latin-1")
+  with pytest.raises(TaskError, match=at(path, 2) + " not UTF-8"):
+    get_task("tsv", TsvFormat(text_a_column=1, label_column=0)).read_examples(path, "train")
+
+
+def test_unknown_task_name():
+  with pytest.raises(TaskError, match="Unknown task 'glue'.*cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, "
+                                      "qnli, rte, wnli, tsv"):
+    get_task("glue")
+
+
+def test_missing_files(glue_dir, tmp_path):
+  with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path / "nowhere"))):
+    get_task("sst-2").read_examples(str(tmp_path / "nowhere"), "train")
+  os.remove(glue_dir / "QQP" / "dev.tsv")
+  with pytest.raises(FileNotFoundError, match=re.escape(str(glue_dir / "QQP" / "dev.tsv"))):
+    get_task("qqp").read_examples(str(glue_dir), "dev")
+  os.remove(glue_dir / "MNLI" / "test_mismatched.tsv")
+  with pytest.raises(FileNotFoundError, match=re.escape(str(glue_dir / "MNLI" / "test_mismatched.tsv"))):
+    get_task("mnli-mm").read_examples(str(glue_dir / "MNLI"), "test")
+
+
+def test_bad_arguments(glue_dir):
+  with pytest.raises(TaskError, match="Unknown split 'validation'"):
+    get_task("rte").read_examples(str(glue_dir), "validation")
+  with pytest.raises(TaskError, match="needs a TsvFormat"):
+    get_task("tsv")
+  with pytest.raises(TaskError, match="only for the tsv task"):
+    get_task("rte", TsvFormat(text_a_column=0, label_column=1))
+  with pytest.raises(TaskError, match="label_column must be a column index"):
+    TsvFormat(text_a_column=0, label_column=-1)
+  with pytest.raises(TaskError, match="regression takes no label_list"):
+    TsvFormat(text_a_column=0, label_column=1, is_regression=True, label_threshold=0.0)
+  with pytest.raises(TaskError, match="contradicts"):
+    TsvFormat(text_a_column=0, label_column=1, label_threshold=0.0, label_list=("neg", "pos"))
+  with pytest.raises(TaskError, match="distinct labels"):
+    TsvFormat(text_a_column=0, label_column=1, label_list=("0", "0"))
+  binary = TsvFormat(text_a_column=0, label_column=1, label_threshold=0.0, label_list=[0, 1])
+  assert binary.label_list == ("0", "1")
