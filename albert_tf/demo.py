@@ -19,6 +19,7 @@ from albert_tf import distribution
 from albert_tf import huggingface
 from albert_tf import pretraining
 from albert_tf import serving
+from albert_tf import training
 from albert_tf import vocab
 from albert_tf.config import AlbertConfig
 from albert_tf.data import pretraining_data
@@ -123,7 +124,7 @@ def main(argv):
 
   print(f"\nDone in {time.time() - start:.0f} s. Everything is in {out}:")
   for path in (texts["train"], spm_model, records["train"], records["eval"], run_dir,
-               os.path.join(run_dir, pretraining.EVAL_RESULTS), os.path.join(run_dir, "train"), hf_dir, saved_model):
+               os.path.join(run_dir, training.EVAL_RESULTS), os.path.join(run_dir, "train"), hf_dir, saved_model):
     print(f"  {path}")
   print(f"TensorBoard: tensorboard --logdir {run_dir}")
   sys.stdout.flush()

@@ -14,11 +14,8 @@ The loop mirrors Google's `run_pretraining.py` (TF1 `TPUEstimator`) in TF2:
 """
 
 import dataclasses
-import json
 import os
-import shutil
 import sys
-import time
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -28,22 +25,17 @@ import tf_keras
 from albert_tf import checkpoint as checkpoint_lib
 from albert_tf import distribution
 from albert_tf import input_pipeline
-from albert_tf import optimization
+from albert_tf import training
 from albert_tf.config import AlbertConfig
 from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.training import TrainingError
 
-MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-CONFIG_FILE = "albert_config.json"
-CHECKPOINT_NAME = "model.ckpt"
-BEST_CHECKPOINT = "model.ckpt-best"
-EVAL_RESULTS = "eval_results.txt"
 _RECORD_COUNTS = "input_record_counts.json"
 # Per-replica sums a step returns, in this order; metrics are ratios of them over the global batch.
 _SUMS = ("mlm_loss", "mlm_weight", "mlm_correct", "sop_loss", "sop_correct", "examples")
-
-
-class TrainingError(RuntimeError):
-  """Training cannot go on (non-finite loss, a run directory that does not fit): nothing more is written."""
+_PROGRESS_GROUPS = (("loss",), ("masked_lm_loss", "masked_lm_accuracy"),
+                    ("sentence_order_loss", "sentence_order_accuracy"))
+_EVAL_SUMMARIES = ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss")
 
 
 @dataclasses.dataclass
@@ -117,33 +109,17 @@ def metrics_from_sums(sums) -> Dict[str, float]:
   }
 
 
-def replica_train_step(model, optimizer, global_batch_size: int, loss_scaling: bool, jit_compile: bool = False):
-  """The per-replica training step: forward, global-batch loss, backward, all-reduce, clip, LAMB.
+def replica_loss(model, global_batch_size: int):
+  """batch -> (this replica's share of Google's global-batch loss, its `_SUMS`), for `training.replica_train_step`."""
 
-  The model must be built (called once). Returns a function of one per-replica batch that returns that
-  replica's `_SUMS`; run it with `strategy.run`. With `jit_compile` the whole step is one XLA computation, as on a TPU.
-  """
+  def loss_and_sums(batch):
+    sums = batch_sums(model, batch, training=True)
+    # The MLM denominator and the SOP mean are over the global batch: summing the replicas' losses then
+    # gives exactly the loss of the whole batch, whatever the number of replicas.
+    mlm_weight = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, sums[1])
+    return sums[0] / (mlm_weight + 1e-5) + sums[3] / float(global_batch_size), sums
 
-  def step(batch):
-    context = tf.distribute.get_replica_context()
-    variables = model.trainable_variables
-    with tf.GradientTape() as tape:
-      sums = batch_sums(model, batch, training=True)
-      # The MLM denominator and the SOP mean are over the global batch: summing the replicas' losses then
-      # gives exactly the loss of the whole batch, whatever the number of replicas.
-      mlm_weight = context.all_reduce(tf.distribute.ReduceOp.SUM, sums[1])
-      loss = sums[0] / (mlm_weight + 1e-5) + sums[3] / float(global_batch_size)
-      scaled_loss = optimizer.get_scaled_loss(loss) if loss_scaling else loss
-    gradients = tape.gradient(scaled_loss, variables)
-    if loss_scaling:
-      gradients = optimizer.get_unscaled_gradients(gradients)
-    gradients = [tf.convert_to_tensor(g) for g in gradients]  # embedding slices → dense, for all-reduce/XLA
-    gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-    gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
-    optimizer.apply_gradients(zip(gradients, variables), experimental_aggregate_gradients=False)
-    return sums
-
-  return tf.function(step, jit_compile=True) if jit_compile else step
+  return loss_and_sums
 
 
 class Pretraining:
@@ -162,8 +138,6 @@ class Pretraining:
     if o.train_batch_size % strategy.num_replicas_in_sync:
       raise ValueError(f"--train_batch_size={o.train_batch_size} is not divisible by the "
                        f"{strategy.num_replicas_in_sync} replicas.")
-    if o.mixed_precision not in MIXED_PRECISION:
-      raise ValueError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}.")
     if o.max_seq_length > o.albert_config.max_position_embeddings:
       raise ValueError(f"--max_seq_length={o.max_seq_length} exceeds max_position_embeddings="
                        f"{o.albert_config.max_position_embeddings} of the config.")
@@ -172,18 +146,16 @@ class Pretraining:
                        if o.do_eval else [])
     input_pipeline.check_pretraining_records(
         sorted(set(self.train_files + self.eval_files)), o.max_seq_length, o.max_predictions_per_seq)
-    self._check_run_directory()
+    training.check_run_directory(o.output_dir, o.albert_config)
 
-    tf_keras.mixed_precision.set_global_policy(MIXED_PRECISION[o.mixed_precision])
+    training.set_mixed_precision(o.mixed_precision)
     tf_keras.utils.set_random_seed(o.random_seed)  # the same initial weights for the same seed
     with strategy.scope():
       self.model = AlbertPretrainer(o.albert_config)
       self.model(self.model.dummy_inputs(), training=False)
-      self.optimizer = optimization.create_optimizer(
-          o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.optimizer, o.poly_power,
-          o.start_warmup_step)
-      if o.mixed_precision == "float16":
-        self.optimizer = tf_keras.mixed_precision.LossScaleOptimizer(self.optimizer)
+      self.optimizer = training.create_optimizer(
+          self.model, o.mixed_precision, o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.optimizer,
+          o.poly_power, o.start_warmup_step)
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
       # The input position: examples each input pipeline has delivered, and how many pipelines there were.
       self.examples_per_pipeline = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -193,42 +165,18 @@ class Pretraining:
                                           num_input_pipelines=self.num_input_pipelines)
     self.last_eval = None
     self.manager = tf.train.CheckpointManager(
-        self.checkpoint, self._write_dir(), max_to_keep=o.keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME)
+        self.checkpoint, training.checkpoint_dir(strategy, o.output_dir), max_to_keep=o.keep_checkpoint_max,
+        checkpoint_name=training.CHECKPOINT_NAME)
     self._restore_or_initialize()
 
   # --- setup -------------------------------------------------------------------------------------------
 
-  def _check_run_directory(self):
-    """An output_dir written with another albert_config.json is refused before anything runs."""
-    o = self.options
-    existing = os.path.join(o.output_dir, CONFIG_FILE)
-    if os.path.exists(existing):
-      previous = AlbertConfig.from_json_file(existing).to_dict()
-      current = o.albert_config.to_dict()
-      changed = sorted(key for key in set(previous) | set(current) if previous.get(key) != current.get(key))
-      if changed:
-        details = ", ".join(f"{key}: {previous.get(key)!r} there vs {current.get(key)!r} now" for key in changed)
-        raise TrainingError(f"--output_dir {o.output_dir} holds a run of another config ({details}). Use a new "
-                            "--output_dir, or the same --albert_config_file to resume.")
-
-  def _write_dir(self) -> str:
-    # Every multi-worker process must save; only the chief's copy is kept.
-    if self.is_chief:
-      return self.options.output_dir
-    resolver = self.strategy.cluster_resolver
-    return os.path.join(self.options.output_dir, f".worker_{resolver.task_type}_{resolver.task_id}")
-
   def _restore_or_initialize(self):
     o = self.options
-    latest = tf.train.latest_checkpoint(o.output_dir)
-    if latest:
-      # Checked first, so a mismatch is reported whole; then the full state (optimizer, step, input) loads.
-      checkpoint_lib.restore_checkpoint(self.model, latest)
-      self.checkpoint.read(latest).assert_existing_objects_matched()
-      self.restored_from = latest
-      print(f"Resuming from {latest} at step {int(self.step.numpy())}.", file=sys.stderr)
+    self.restored_from = training.restore_latest(o.output_dir, self.model, self.checkpoint)
+    if self.restored_from:
+      print(f"Resuming from {self.restored_from} at step {int(self.step.numpy())}.", file=sys.stderr)
       return
-    self.restored_from = None
     if o.init_checkpoint:
       if o.init_from_group0:
         self._init_from_group0(o.init_checkpoint)
@@ -294,21 +242,16 @@ class Pretraining:
   # --- steps ---------------------------------------------------------------------------------------------
 
   def _build_train_loop(self):
-    step_fn = replica_train_step(self.model, self.optimizer, self.options.train_batch_size,
-                                 self.options.mixed_precision == "float16", self.options.jit_compile)
-    examples_per_step = self.options.train_batch_size // int(self.num_input_pipelines.numpy())
+    o = self.options
+    step_fn = training.replica_train_step(self.model, self.optimizer, replica_loss(self.model, o.train_batch_size),
+                                          o.mixed_precision == "float16", o.jit_compile)
+    examples_per_step = o.train_batch_size // int(self.num_input_pipelines.numpy())
 
-    @tf.function
-    def train_loop(iterator, num_steps):
-      totals = tf.zeros([len(_SUMS)], tf.float32)
-      for _ in tf.range(num_steps):
-        per_replica = self.strategy.run(step_fn, args=(next(iterator),))
-        totals += self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
-        self.step.assign_add(1)
-        self.examples_per_pipeline.assign_add(examples_per_step)
-      return totals
+    def after_step():
+      self.step.assign_add(1)
+      self.examples_per_pipeline.assign_add(examples_per_step)
 
-    return train_loop
+    return training.host_loop(self.strategy, step_fn, len(_SUMS), after_step)
 
   def _build_eval_step(self):
 
@@ -321,73 +264,28 @@ class Pretraining:
 
   # --- loops ---------------------------------------------------------------------------------------------
 
-  def _write_config(self):
-    if self.is_chief:
-      os.makedirs(self.options.output_dir, exist_ok=True)
-      path = os.path.join(self.options.output_dir, CONFIG_FILE)
-      if not os.path.exists(path):
-        self.options.albert_config.to_json_file(path)
-
   def train(self) -> Dict[str, float]:
     """Trains to `num_train_steps`, resuming where the run directory left off. Returns the last metrics."""
     o = self.options
-    self._write_config()
+    if self.is_chief:
+      training.write_config(o.output_dir, o.albert_config)
     pipelines, recorded = distribution.num_input_pipelines(self.strategy), int(self.num_input_pipelines.numpy())
     if recorded and recorded != pipelines:
       raise TrainingError(f"The checkpoint was written with {recorded} input pipelines (hosts) and this run has "
                           f"{pipelines}: the input position cannot carry over. Resume on {recorded} hosts.")
     self.num_input_pipelines.assign(pipelines)
-    iterator = iter(self._train_dataset())
-    train_loop = self._build_train_loop()
-    writer = tf.summary.create_file_writer(os.path.join(o.output_dir, "train")) if self.is_chief else None
-    step = int(self.step.numpy())
-    log_steps = o.log_steps or o.iterations_per_loop
-    start_time, start_step = time.time(), step
-    metrics = {}
-    while step < o.num_train_steps:
-      # A host loop ends at the next checkpoint, log line or the last step, whichever comes first.
-      num_steps = min(o.iterations_per_loop, o.num_train_steps - step,
-                      o.save_checkpoints_steps - step % o.save_checkpoints_steps, log_steps - step % log_steps)
-      loop_start = time.time()
-      totals = train_loop(iterator, tf.constant(num_steps)).numpy()
-      step = int(self.step.numpy())
-      metrics = metrics_from_sums(totals)
-      if not all(np.isfinite(list(metrics.values()))):
-        last = self.manager.latest_checkpoint or "none (no checkpoint was written yet)"
-        raise TrainingError(f"The loss became non-finite between steps {step - num_steps} and {step} "
-                            f"({metrics}). Training stopped; the last good checkpoint stays: {last}. Try a lower "
-                            "--learning_rate, more --num_warmup_steps or --mixed_precision=bfloat16.")
-      elapsed = time.time() - loop_start
-      metrics["learning_rate"] = float(self.optimizer.learning_rate(step))  # the optimizer's own schedule
-      metrics["examples_per_second"] = num_steps * o.train_batch_size / max(elapsed, 1e-9)
-      self._log(step, metrics, (time.time() - start_time) / max(step - start_step, 1) * (o.num_train_steps - step))
-      if writer:
-        with writer.as_default(step=step):
-          for name, value in metrics.items():
-            tf.summary.scalar(name, value)
-      if step % o.save_checkpoints_steps == 0 or step == o.num_train_steps:
-        self._save(step)
-    if writer:
-      writer.close()
-    return metrics
-
-  def _log(self, step: int, metrics: Dict[str, float], eta_seconds: float):
-    o = self.options
-    print(f"step {step}/{o.num_train_steps} | loss {metrics['loss']:.4f} | masked_lm_loss "
-          f"{metrics['masked_lm_loss']:.4f} masked_lm_accuracy {metrics['masked_lm_accuracy']:.4f} | "
-          f"sentence_order_loss {metrics['sentence_order_loss']:.4f} sentence_order_accuracy "
-          f"{metrics['sentence_order_accuracy']:.4f} | lr {metrics['learning_rate']:.3e} | "
-          f"{metrics['examples_per_second']:.1f} examples/s | ETA {time.strftime('%H:%M:%S', time.gmtime(eta_seconds))}",
-          file=sys.stderr, flush=True)
+    schedule = training.LoopSchedule(o.num_train_steps, o.iterations_per_loop, o.save_checkpoints_steps,
+                                     o.log_steps)
+    return training.run_training(
+        self._build_train_loop(), iter(self._train_dataset()), self.step, schedule, o.train_batch_size,
+        metrics_from_sums, _PROGRESS_GROUPS, self.optimizer.learning_rate,
+        os.path.join(o.output_dir, "train") if self.is_chief else None, self._save,
+        self.manager)
 
   def _save(self, step: int):
-    path = self.manager.save(checkpoint_number=step)
-    if not self.is_chief:
-      shutil.rmtree(self._write_dir(), ignore_errors=True)
-      return
-    print(f"Saved {path}", file=sys.stderr, flush=True)
+    training.save_run_checkpoint(self.manager, step, self.is_chief)
     if self.options.do_eval:
-      self.evaluate()
+      self.evaluate()  # every worker takes part: the eval step's reduction spans them all
 
   def evaluate(self) -> Dict[str, float]:
     """Evaluates `max_eval_steps` batches; writes eval_results.txt and keeps the best checkpoint."""
@@ -412,28 +310,8 @@ class Pretraining:
 
   def _write_eval_results(self, metrics: Dict[str, float]):
     o = self.options
-    os.makedirs(o.output_dir, exist_ok=True)
-    with open(os.path.join(o.output_dir, EVAL_RESULTS), "w", encoding="utf-8") as writer:
-      for key in sorted(metrics):
-        writer.write(f"{key} = {metrics[key]}\n")
-    writer = tf.summary.create_file_writer(os.path.join(o.output_dir, "eval"))
-    with writer.as_default(step=metrics["global_step"]):
-      for key in ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss"):
-        tf.summary.scalar(key, metrics[key])
-    writer.close()
-    best_file = os.path.join(o.output_dir, "best_checkpoint.json")
-    best = None
-    if os.path.exists(best_file):
-      with open(best_file, encoding="utf-8") as reader:
-        best = json.load(reader)
-    if best is None or metrics["masked_lm_accuracy"] > best["masked_lm_accuracy"]:
-      # Model weights only, as Google's model.ckpt-best: what export and fine-tuning read.
-      tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: self.model}).write(os.path.join(o.output_dir, BEST_CHECKPOINT))
-      with open(best_file, "w", encoding="utf-8") as writer:
-        json.dump({"global_step": metrics["global_step"], "masked_lm_accuracy": metrics["masked_lm_accuracy"]},
-                  writer)
-    print("eval: " + ", ".join(f"{key} {metrics[key]:.4f}" if isinstance(metrics[key], float) else
-                               f"{key} {metrics[key]}" for key in sorted(metrics)), file=sys.stderr, flush=True)
+    training.write_eval_results(o.output_dir, metrics, _EVAL_SUMMARIES)
+    training.keep_if_best(o.output_dir, self.model, metrics, "masked_lm_accuracy")
 
 
 def run(options: PretrainingOptions, strategy: tf.distribute.Strategy) -> Dict[str, Dict[str, float]]:

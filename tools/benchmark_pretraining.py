@@ -14,9 +14,9 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf import cli
-from albert_tf import distribution
 from albert_tf import optimization
 from albert_tf import pretraining
+from albert_tf import training
 from albert_tf.config import AlbertConfig
 from albert_tf.pretrainer import AlbertPretrainer
 
@@ -26,8 +26,8 @@ flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the m
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
-flags.DEFINE_enum("mixed_precision", "float32", list(pretraining.MIXED_PRECISION), "Compute dtype.")
-flags.DEFINE_enum("strategy_type", "one_device", distribution.STRATEGY_TYPES, "Distribution strategy.")
+flags.DEFINE_enum("mixed_precision", "float32", list(training.MIXED_PRECISION), "Compute dtype.")
+cli.define_strategy_flags()
 flags.DEFINE_bool("jit_compile", False, "Compile the step with XLA.")
 flags.DEFINE_integer("warmup_steps", 3, "Steps run before timing (tracing, compilation).")
 flags.DEFINE_integer("timed_steps", 20, "Steps timed, inside one tf.function call.")
@@ -52,8 +52,8 @@ def synthetic_batch(config: AlbertConfig, batch_size: int, seq_length: int, pred
 def main(argv):
   del argv
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-  strategy = distribution.get_strategy(FLAGS.strategy_type)
-  tf_keras.mixed_precision.set_global_policy(pretraining.MIXED_PRECISION[FLAGS.mixed_precision])
+  strategy = cli.strategy_from_flags()
+  training.set_mixed_precision(FLAGS.mixed_precision)
   with strategy.scope():
     model = AlbertPretrainer(config)
     model(model.dummy_inputs(), training=False)  # the step differentiates the built variables
@@ -66,8 +66,8 @@ def main(argv):
       tf.data.Dataset.from_tensors(batch).repeat(),
       tf.distribute.InputOptions(experimental_fetch_to_device=True))
   iterator = iter(dataset)
-  step = pretraining.replica_train_step(model, optimizer, FLAGS.train_batch_size,
-                                        FLAGS.mixed_precision == "float16", FLAGS.jit_compile)
+  step = training.replica_train_step(model, optimizer, pretraining.replica_loss(model, FLAGS.train_batch_size),
+                                     FLAGS.mixed_precision == "float16", FLAGS.jit_compile)
 
   @tf.function
   def run_steps(num_steps):

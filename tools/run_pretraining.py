@@ -12,9 +12,9 @@ crash resumes from the last checkpoint in --output_dir, input position included.
 from absl import flags
 
 from albert_tf import cli
-from albert_tf import distribution
 from albert_tf import optimization
 from albert_tf import pretraining
+from albert_tf import training
 from albert_tf.config import AlbertConfig
 
 FLAGS = flags.FLAGS
@@ -43,11 +43,8 @@ flags.DEFINE_integer("iterations_per_loop", 1000, "Steps inside one tf.function 
 flags.DEFINE_integer("max_eval_steps", 100, "Eval batches.")
 flags.DEFINE_bool("init_from_group0", False, "Initialise every parameter group from group 0 of "
                   "--init_checkpoint (a one-group model).")
-flags.DEFINE_enum("strategy_type", "one_device", distribution.STRATEGY_TYPES, "Distribution strategy.")
-flags.DEFINE_string("tpu_name", None, "Cloud TPU name or grpc:// address (--strategy_type=tpu).")
-flags.DEFINE_string("tpu_zone", None, "Cloud TPU zone.")
-flags.DEFINE_string("gcp_project", None, "Cloud project of the TPU.")
-flags.DEFINE_enum("mixed_precision", "float32", list(pretraining.MIXED_PRECISION),
+cli.define_strategy_flags()
+flags.DEFINE_enum("mixed_precision", "float32", list(training.MIXED_PRECISION),
                   "Compute dtype: bfloat16 (TPU, recent GPUs) or float16 with dynamic loss scaling.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of the input order and of weight initialisation.")
 flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA (TPUs always do).")
@@ -69,8 +66,7 @@ def main(argv):
       max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
       mixed_precision=FLAGS.mixed_precision, random_seed=FLAGS.random_seed, jit_compile=FLAGS.jit_compile,
       log_steps=FLAGS.log_steps)
-  pretraining.run(options, distribution.get_strategy(FLAGS.strategy_type, FLAGS.tpu_name, FLAGS.tpu_zone,
-                                                     FLAGS.gcp_project))
+  pretraining.run(options, cli.strategy_from_flags())
 
 
 if __name__ == "__main__":
