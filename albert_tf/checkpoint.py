@@ -10,6 +10,7 @@ names from the root), and refuses to touch a single variable unless every one of
 that does not fit a checkpoint is reported whole, never half-restored or silently left random.
 """
 
+import json
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from albert_tf.classifier import AlbertClassifier
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.pretrainer import AlbertPretrainer
@@ -26,6 +28,9 @@ MODEL_KEY = "model"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # The heads of `AlbertPretrainer` (attribute = checkpoint child names), as messages call them.
 HEADS = {"masked_lm_head": "masked-LM head", "sentence_order_head": "sentence-order head"}
+CLASSIFIER_HEAD = "classifier_head"
+# Written by fine-tuning beside its checkpoints: the task and, for a classifier, its labels in head order.
+TASK_INFO_FILE = "task.json"
 _VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
 _MAX_LISTED = 25
 
@@ -192,9 +197,11 @@ def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[st
 def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Module, str]:
   """Builds the model a checkpoint holds and restores it.
 
-  An `AlbertEncoder` for an encoder checkpoint, an `AlbertPretrainer` without the sentence-order head when
-  only the masked-LM head is there (as converted from Hugging Face's `AlbertForMaskedLM`), the full
-  `AlbertPretrainer` otherwise.
+  An `AlbertEncoder` for an encoder checkpoint (a sentence encoder's too), an `AlbertPretrainer` without
+  the sentence-order head when only the masked-LM head is there (as converted from Hugging Face's
+  `AlbertForMaskedLM`), the full `AlbertPretrainer` for both heads, and an `AlbertClassifier` for a
+  fine-tuned classifier: its labels are those of the `task.json` beside the checkpoint, else the class ids
+  ("0", "1", ...); one output is a regression.
 
   Args:
     config: the config the checkpoint was written with.
@@ -208,9 +215,30 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
     CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`).
   """
   prefix = resolve_checkpoint_path(path)
-  model = model_with_heads(config, _model_parts(prefix) & set(HEADS))
+  reader, graph, model_node = _read_model_graph(prefix)
+  parts = set(_children(graph, model_node))
+  if CLASSIFIER_HEAD in parts:
+    variables = _checkpoint_variables(reader, graph, model_node)
+    num_outputs = variables[f"{CLASSIFIER_HEAD}/output_weights"][1][0]
+    model = AlbertClassifier(config, _label_names(prefix, num_outputs))
+    model(model.dummy_inputs(), training=False)
+  else:
+    model = model_with_heads(config, parts & set(HEADS))
   restore_checkpoint(model, prefix)
   return model, prefix
+
+
+def _label_names(prefix: str, num_outputs: int) -> Optional[Tuple[str, ...]]:
+  """A classifier checkpoint's labels: from the task.json beside it, else the class ids; None for regression."""
+  if num_outputs == 1:
+    return None
+  info_file = os.path.join(os.path.dirname(prefix), TASK_INFO_FILE)
+  if os.path.exists(info_file):
+    with open(info_file, encoding="utf-8") as reader:
+      labels = json.load(reader).get("label_list")
+    if labels and len(labels) == num_outputs:
+      return tuple(labels)
+  return tuple(str(index) for index in range(num_outputs))
 
 
 def model_with_heads(config: AlbertConfig, heads: Set[str]) -> tf.Module:

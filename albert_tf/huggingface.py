@@ -190,9 +190,24 @@ def _tokenizer_files(spm_model_file: str, output_dir: str, do_lower_case: bool, 
   _write_json(os.path.join(output_dir, "special_tokens_map.json"), special_tokens_map)
 
 
+def _architecture_config(model) -> Dict:
+  """The transformers class of `model`, and a classifier's labels, for `config.json`."""
+  if getattr(model, "classifier_head", None) is not None:
+    names = model.label_names or ("LABEL_0",)  # a regression's one output
+    return {"architectures": ["AlbertForSequenceClassification"],
+            "id2label": {str(index): name for index, name in enumerate(names)},
+            "label2id": {name: index for index, name in enumerate(names)},
+            "problem_type": "regression" if model.is_regression else "single_label_classification",
+            "classifier_dropout_prob": model.dropout_rate}
+  if getattr(model, "masked_lm_head", None) is None:
+    return {"architectures": ["AlbertModel"]}
+  return {"architectures": ["AlbertForMaskedLM" if model.sentence_order_head is None else "AlbertForPreTraining"]}
+
+
 def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None, do_lower_case: bool = True,
                  keep_accents: bool = False) -> Dict[str, str]:
-  """Writes a Hugging Face folder for a built `AlbertPretrainer` (with or without its SOP head) or encoder.
+  """Writes a Hugging Face folder for a built `AlbertPretrainer` (with or without its SOP head), encoder,
+  `AlbertClassifier` (`AlbertForSequenceClassification`, with its labels) or `AlbertSentenceEncoder` (its encoder).
 
   Args:
     model: the model, with its weights restored.
@@ -208,11 +223,7 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None, d
   encoder = getattr(model, "encoder", model)
   os.makedirs(output_dir, exist_ok=True)
   paths = {name: os.path.join(output_dir, name) for name in ("config.json", "model.safetensors")}
-  config = hf_config_dict(encoder.config)
-  if not hasattr(model, "encoder"):
-    config["architectures"] = ["AlbertModel"]
-  elif model.sentence_order_head is None:
-    config["architectures"] = ["AlbertForMaskedLM"]
+  config = dict(hf_config_dict(encoder.config), **_architecture_config(model))
   _write_json(paths["config.json"], config, sort_keys=True)
   write_safetensors(paths["model.safetensors"], hf_state_dict(model), metadata={"format": "pt"})
   if spm_model_file:

@@ -55,6 +55,8 @@ def f1(predictions, labels) -> float:
 def pearson(predictions, labels) -> float:
   """Pearson correlation (STS-B's metric); 0 where either side is constant."""
   predictions, labels = _pair(predictions, labels, np.float64)
+  if np.ptp(predictions) == 0 or np.ptp(labels) == 0:
+    return 0.0  # checked before centring, whose rounding would leave a constant side tiny, nonzero residuals
   predictions, labels = predictions - predictions.mean(), labels - labels.mean()
   denominator = np.sqrt(np.dot(predictions, predictions) * np.dot(labels, labels))
   return float(np.clip(np.dot(predictions, labels) / denominator, -1.0, 1.0)) if denominator else 0.0

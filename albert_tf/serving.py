@@ -7,8 +7,14 @@
 - `encode_text` (`text_a`) and `encode_text_pair` (`text_a`, `text_b`): strings `[batch]`, tokenized in the
   graph and packed as `[CLS] a [SEP] b [SEP]` to `max_seq_length` → the same outputs plus the packed ids.
   From Python, `loaded.encode_text(text_a)` and `loaded.encode_text(text_a, text_b)` both work.
+- `sentence_embedding` (`text`): the mean of the token vectors over real tokens, L2-normalised →
+  `embedding` `[batch, H]` (dot products are cosine similarities; see `AlbertSentenceEncoder`).
 - `fill_mask` (`text` with `[MASK]`s), when the model has its masked-LM head → the top-k tokens and
   probabilities at each mask.
+
+A fine-tuned `AlbertClassifier` exports `classify_text` (`text_a`) and `classify_text_pair` (`text_a`,
+`text_b`) → `probabilities`, `predictions` (class ids) and `labels` (their names), or `predictions` (the
+score) for a regression; its `serving_default` classifies ids the same way, as Google's export did.
 
 Loading needs only TensorFlow and `import tensorflow_text` (for the SentencePiece op), not albert-tf.
 The config and SentencePiece model travel along as `assets/albert_config.json` and `assets/spiece.model`.
@@ -21,10 +27,14 @@ from typing import Optional
 
 import tensorflow as tf
 
-from albert_tf.graph_tokenization import GraphTokenizer
+from albert_tf.classifier import AlbertClassifier
+from albert_tf.graph_tokenization import GraphTokenizer, tokenizer_for_model
+from albert_tf.layers.pooling import MeanPooling
 
 _TEXT = tf.TensorSpec([None], tf.string)
 _IDS = tf.TensorSpec([None, None], tf.int32)
+_TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
+_TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
 
 
 class AlbertServingModule(tf.Module):
@@ -47,6 +57,7 @@ class AlbertServingModule(tf.Module):
     self.max_seq_length = max_seq_length
     self.fill_mask_top_k = fill_mask_top_k
     self.assets = {name: tf.saved_model.Asset(path) for name, path in (asset_files or {}).items()}
+    self.pooling = MeanPooling(l2_normalize=True)
     # Saving traces every tf.function the module holds, so fill_mask exists only with its head.
     self.fill_mask = None
     if self.masked_lm_head is not None:
@@ -65,6 +76,12 @@ class AlbertServingModule(tf.Module):
   def encode_text(self, text_a, text_b=None):
     inputs = self.tokenizer.encode_and_pack(text_a, text_b, self.max_seq_length)
     return dict(self._encode(inputs), **inputs)
+
+  @tf.function(input_signature=[_TEXT])
+  def sentence_embedding(self, text):
+    inputs = self.tokenizer.encode_and_pack(text, None, self.max_seq_length)
+    sequence_output = self.encoder(inputs, training=False)["sequence_output"]
+    return {"embedding": self.pooling(sequence_output, inputs["input_mask"])}
 
   def _fill_mask(self, text):
     """Top-k tokens at each `[MASK]`; slots past a text's `num_masks` have id -1, score 0, token ''."""
@@ -93,13 +110,50 @@ class AlbertServingModule(tf.Module):
     """The SavedModel signatures, by name."""
     signatures = {
         "serving_default": self.serve.get_concrete_function(),
-        "encode_text": self.encode_text.get_concrete_function(tf.TensorSpec([None], tf.string, name="text_a")),
-        "encode_text_pair": self.encode_text.get_concrete_function(
-            tf.TensorSpec([None], tf.string, name="text_a"), tf.TensorSpec([None], tf.string, name="text_b")),
+        "encode_text": self.encode_text.get_concrete_function(_TEXT_A),
+        "encode_text_pair": self.encode_text.get_concrete_function(_TEXT_A, _TEXT_B),
+        "sentence_embedding": self.sentence_embedding.get_concrete_function(),
     }
     if self.fill_mask is not None:
       signatures["fill_mask"] = self.fill_mask.get_concrete_function()
     return signatures
+
+
+class AlbertClassifierServingModule(AlbertServingModule):
+  """A fine-tuned `AlbertClassifier` behind text-in classification signatures, plus the encoder's.
+
+  Args:
+    model: a restored `AlbertClassifier`.
+    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+  """
+
+  def __init__(self, model: AlbertClassifier, tokenizer: GraphTokenizer, max_seq_length: int,
+               asset_files: Optional[dict] = None):
+    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
+    self.classifier_head = model.classifier_head
+    self.label_names = None if model.is_regression else tf.constant(model.label_names)
+
+  def _classify(self, inputs):
+    logits = self.classifier_head(self.encoder(inputs, training=False)["pooled_output"], training=False)
+    if self.label_names is None:
+      return {"predictions": logits[:, 0]}
+    predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {"probabilities": tf.nn.softmax(logits), "predictions": predictions,
+            "labels": tf.gather(self.label_names, predictions)}
+
+  @tf.function(input_signature=[_IDS, _IDS, _IDS])
+  def classify(self, input_word_ids, input_mask, input_type_ids):
+    return self._classify({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                           "input_type_ids": input_type_ids})
+
+  @tf.function
+  def classify_text(self, text_a, text_b=None):
+    return self._classify(self.tokenizer.encode_and_pack(text_a, text_b, self.max_seq_length))
+
+  def signatures(self):
+    return dict(super().signatures(), serving_default=self.classify.get_concrete_function(),
+                classify_text=self.classify_text.get_concrete_function(_TEXT_A),
+                classify_text_pair=self.classify_text.get_concrete_function(_TEXT_A, _TEXT_B))
 
 
 def next_version(export_dir: str) -> int:
@@ -119,7 +173,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
   An existing version is never overwritten.
 
   Args:
-    model: a restored `AlbertEncoder` or `AlbertPretrainer` (`fill_mask` needs the pretrainer).
+    model: a restored `AlbertEncoder`, `AlbertPretrainer` (`fill_mask` needs its masked-LM head) or
+      `AlbertClassifier` (with `classify_text`).
     export_dir: the model's base directory, as TF Serving's `--model_base_path`.
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: the length text inputs are packed to (at most `max_position_embeddings`).
@@ -134,10 +189,7 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
   if not 3 <= max_seq_length <= config.max_position_embeddings:
     raise ValueError(f"--max_seq_length={max_seq_length} must be between 3 ([CLS] a [SEP]) and the "
                      f"model's max_position_embeddings={config.max_position_embeddings}.")
-  tokenizer = GraphTokenizer(spm_model_file, do_lower_case, keep_accents)
-  if tokenizer.vocab_size != config.vocab_size:
-    raise ValueError(f"The SentencePiece model {spm_model_file} has {tokenizer.vocab_size} pieces but the "
-                     f"model's vocab_size is {config.vocab_size}: it is not the model's vocabulary.")
+  tokenizer = tokenizer_for_model(config, spm_model_file, do_lower_case, keep_accents)
   if not 1 <= fill_mask_top_k <= config.vocab_size:
     raise ValueError(f"fill_mask_top_k={fill_mask_top_k} must be between 1 and vocab_size={config.vocab_size}.")
   version = next_version(export_dir) if version is None else version
@@ -153,8 +205,11 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     config.to_json_file(config_file)
     spiece_file = os.path.join(asset_dir, "spiece.model")
     shutil.copyfile(spm_model_file, spiece_file)
-    module = AlbertServingModule(model, tokenizer, max_seq_length, fill_mask_top_k,
-                                 asset_files={"albert_config.json": config_file, "spiece.model": spiece_file})
+    asset_files = {"albert_config.json": config_file, "spiece.model": spiece_file}
+    if isinstance(model, AlbertClassifier):
+      module = AlbertClassifierServingModule(model, tokenizer, max_seq_length, asset_files)
+    else:
+      module = AlbertServingModule(model, tokenizer, max_seq_length, fill_mask_top_k, asset_files)
     staging_dir = os.path.join(export_dir, f".{version}.incomplete")
     if tf.io.gfile.exists(staging_dir):
       tf.io.gfile.rmtree(staging_dir)

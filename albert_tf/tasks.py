@@ -178,10 +178,12 @@ class Task:
     label_list: the class labels in id order; None for regression.
     metric_names: the metrics `albert_tf.metrics.compute_metrics` reports for the task.
     primary_metric: the metric (one of `metric_names`, higher is better) that picks the best checkpoint.
+    is_pair: the examples have a second text (`text_b`).
   """
 
   name: str
   is_regression: bool
+  is_pair: bool
   label_list: Optional[Tuple[str, ...]]
   metric_names: Tuple[str, ...]
   primary_metric: str
@@ -221,6 +223,10 @@ class GlueTask(Task):
   @property
   def is_regression(self) -> bool:
     return self.label_list is None
+
+  @property
+  def is_pair(self) -> bool:
+    return self.layouts["train"].text_b is not None
 
   def read_examples(self, data_path: str, split: str) -> List[Example]:
     if os.path.isdir(os.path.join(data_path, self.glue_dir)):
@@ -342,6 +348,7 @@ class TsvTask(Task):
   def __init__(self, tsv_format: TsvFormat):
     self.tsv_format = tsv_format
     self.is_regression = tsv_format.is_regression
+    self.is_pair = tsv_format.text_b_column is not None
     self.label_list = None if self.is_regression else (
         BINARY if tsv_format.label_threshold is not None else tsv_format.label_list)
     self.metric_names = REGRESSION_METRICS if self.is_regression else ("accuracy",)
@@ -357,7 +364,7 @@ class TsvTask(Task):
       return _label_in(self.label_list)
     if split != "train":
       raise TaskError("The tsv task takes its labels from the train split: read it first, or give "
-                      "TsvFormat.label_list.")
+                      "TsvFormat.label_list (--tsv_label_list).")
     return lambda text, where: text
 
   def read_examples(self, data_path: str, split: str) -> List[Example]:

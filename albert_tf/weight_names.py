@@ -18,7 +18,7 @@ class WeightNames:
 
   Attributes:
     google: the TF1 variable name in Google's checkpoints.
-    hf: the key in a Hugging Face `AlbertForPreTraining` state dict.
+    hf: the key in a Hugging Face `AlbertForPreTraining` (or `AlbertForSequenceClassification`) state dict.
     transpose_for_hf: PyTorch `Linear` weights are [out, in]; TF kernels are [in, out].
   """
 
@@ -94,13 +94,25 @@ def _pretraining_head_weights(pretrainer) -> List[Tuple[WeightNames, tf.Variable
   return named
 
 
-def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
-  """Every variable of a built `AlbertEncoder` or `AlbertPretrainer`, with its outside names.
+def _classifier_head_weights(classifier) -> List[Tuple[WeightNames, tf.Variable]]:
+  head = classifier.classifier_head
+  # Google's run_classifier keeps [num_labels, H] at the top level, as HF's classifier.weight: no transpose.
+  return [(WeightNames("output_weights", "classifier.weight"), head.output_weights),
+          (WeightNames("output_bias", "classifier.bias"), head.output_bias)]
 
-  A pretrainer without its sentence-order head has no `cls/seq_relationship` (`sop_classifier`) names.
+
+def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
+  """Every variable of a built `AlbertEncoder`, `AlbertPretrainer` or `AlbertClassifier`, with its outside names.
+
+  A pretrainer without its sentence-order head has no `cls/seq_relationship` (`sop_classifier`) names; a
+  classifier's head is Google's `output_weights`/`output_bias` and HF's `classifier`
+  (`AlbertForSequenceClassification`).
   """
   if not model.built:
     raise ValueError(f"Model {model.name} must be built (called once) before its weights are named.")
-  if hasattr(model, "encoder"):
-    return _encoder_weights(model.encoder) + _pretraining_head_weights(model)
-  return _encoder_weights(model)
+  named = _encoder_weights(getattr(model, "encoder", model))
+  if getattr(model, "masked_lm_head", None) is not None:
+    named += _pretraining_head_weights(model)
+  if getattr(model, "classifier_head", None) is not None:
+    named += _classifier_head_weights(model)
+  return named

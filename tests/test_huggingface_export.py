@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf.checkpoint import save_checkpoint
+from albert_tf.checkpoint import build_model_for_checkpoint, save_checkpoint
 from albert_tf.huggingface import export_to_hf
 from albert_tf.tokenization import SentencePieceTokenizer
 from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
@@ -138,3 +138,53 @@ def test_export_tool_reports_bad_input(tmp_path):
   assert result.returncode == 2
   assert "error: Checkpoint not found" in result.stderr and "Traceback" not in result.stderr
   assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize("labels", [("entailment", "neutral", "contradiction"), None], ids=["classes", "regression"])
+def test_fine_tuned_classifier_loads_as_sequence_classification(tmp_path, labels):
+  config = tiny_config(num_hidden_groups=2)
+  model = albert_tf.AlbertClassifier(config, labels, dropout_rate=0.2)
+  batch = padded_batch(config.vocab_size)
+  model(batch)
+  randomize(model)
+  # As run_classifier leaves it: checkpoints and task.json in one directory; the tool path rebuilds the model.
+  save_checkpoint(model, str(tmp_path / "run" / "model.ckpt-9"))
+  (tmp_path / "run" / "task.json").write_text(json.dumps({"task": "mnli", "label_list": labels}))
+  restored, _ = build_model_for_checkpoint(config, str(tmp_path / "run"))
+  assert isinstance(restored, albert_tf.AlbertClassifier) and restored.label_names == labels
+  export_to_hf(restored, str(tmp_path / "hf"))
+
+  hf_model, info = transformers.AlbertForSequenceClassification.from_pretrained(str(tmp_path / "hf"),
+                                                                               output_loading_info=True)
+  assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+  assert hf_model.config.problem_type == ("regression" if labels is None else "single_label_classification")
+  if labels:
+    assert [hf_model.config.id2label[i] for i in range(3)] == list(labels)
+  assert hf_model.config.classifier_dropout_prob == restored.dropout_rate
+  hf_model.eval()
+  with torch.no_grad():
+    logits = hf_model(input_ids=torch.tensor(batch["input_word_ids"].numpy(), dtype=torch.long),
+                      attention_mask=torch.tensor(batch["input_mask"].numpy(), dtype=torch.long),
+                      token_type_ids=torch.tensor(batch["input_type_ids"].numpy(), dtype=torch.long)).logits
+  np.testing.assert_allclose(logits.numpy(), model(batch)["logits"], atol=1e-4, rtol=0)
+
+
+def test_sentence_encoder_exports_as_albert_model(tmp_path):
+  config = tiny_config()
+  model = albert_tf.AlbertSentenceEncoder(config)
+  batch = padded_batch(config.vocab_size)
+  model(batch)
+  randomize(model)
+  export_to_hf(model, str(tmp_path))
+  assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["AlbertModel"]
+  hf_model = transformers.AlbertModel.from_pretrained(str(tmp_path))
+  hf_model.eval()
+  with torch.no_grad():
+    hidden = hf_model(input_ids=torch.tensor(batch["input_word_ids"].numpy(), dtype=torch.long),
+                      attention_mask=torch.tensor(batch["input_mask"].numpy(), dtype=torch.long),
+                      token_type_ids=torch.tensor(batch["input_type_ids"].numpy(), dtype=torch.long)).last_hidden_state
+  # Sentence-transformers' mean pooling over the attention mask, normalised, is our embedding.
+  mask = batch["input_mask"].numpy()[:, :, None]
+  mean = (hidden.numpy() * mask).sum(1) / mask.sum(1)
+  np.testing.assert_allclose(mean / np.linalg.norm(mean, axis=1, keepdims=True), model(batch)["embedding"],
+                             atol=1e-4, rtol=0)

@@ -30,6 +30,8 @@ def test_undefined_values_are_zero():
   assert metrics.matthews_corrcoef([1, 1, 1], [0, 1, 1]) == 0.0  # no predicted negatives
   assert metrics.f1([0, 0], [0, 0]) == 0.0  # no positives at all
   assert metrics.pearson([1, 1, 1], [1, 2, 3]) == 0.0
+  # A constant whose mean does not round back to it exactly (centring leaves ±1e-16) is still constant.
+  assert metrics.pearson(np.full(420, 0.5054166361228571), np.arange(420.0)) == 0.0
   assert metrics.spearman([1, 2, 3], [7, 7, 7]) == 0.0
 
 

@@ -110,6 +110,8 @@ def test_activations_match_their_formulas():
                                   hidden_act="relu", hidden_dropout_prob=0.1),
     layers.MaskedLMHead(vocab_size=50, embedding_size=8, hidden_act="gelu"),
     layers.SentenceOrderHead(hidden_size=16),
+    layers.ClassificationHead(hidden_size=16, num_classes=3, dropout_rate=0.1),
+    layers.MeanPooling(l2_normalize=False),
 ], ids=lambda layer: type(layer).__name__)
 def test_layer_get_config_round_trips(layer):
   config = layer.get_config()
@@ -118,8 +120,41 @@ def test_layer_get_config_round_trips(layer):
   assert tf_keras.utils.get_registered_object(f"albert_tf>{type(layer).__name__}") is type(layer)
 
 
-@pytest.mark.parametrize("model_class", [albert_tf.AlbertEncoder, albert_tf.AlbertPretrainer])
+@pytest.mark.parametrize("model_class", [albert_tf.AlbertEncoder, albert_tf.AlbertPretrainer,
+                                         albert_tf.AlbertClassifier, albert_tf.AlbertSentenceEncoder])
 def test_model_get_config_round_trips(model_class):
   model = model_class(tiny_config(num_hidden_groups=2))
   clone = model_class.from_config(model.get_config())
   assert clone.config == model.config and clone.get_config() == model.get_config()
+
+
+def test_classifier_outputs_and_labels():
+  config = tiny_config()
+  classifier = albert_tf.AlbertClassifier(config, ["entailment", "neutral", "contradiction"], dropout_rate=0.2)
+  clone = albert_tf.AlbertClassifier.from_config(classifier.get_config())
+  assert clone.label_names == ("entailment", "neutral", "contradiction") and clone.dropout_rate == 0.2
+  batch = padded_batch(config.vocab_size)
+  assert classifier(batch)["logits"].shape == (3, 3) and classifier(batch)["logits"].dtype == tf.float32
+  regression = albert_tf.AlbertClassifier(config)
+  assert regression.is_regression and regression(batch)["logits"].shape == (3, 1)
+  with pytest.raises(ValueError, match="at least 2 labels"):
+    albert_tf.AlbertClassifier(config, ["only"])
+  # Google's head: logits = dropout(pooled) · output_weightsᵀ + output_bias, weights stored [classes, H].
+  head = classifier.classifier_head
+  pooled = classifier.encoder(batch)["pooled_output"]
+  np.testing.assert_allclose(classifier(batch)["logits"], pooled @ tf.transpose(head.output_weights) +
+                             head.output_bias, atol=1e-6)
+  assert head.output_weights.shape == (3, config.hidden_size)
+
+
+def test_sentence_embedding_is_the_unit_mean_of_real_tokens():
+  config = tiny_config()
+  model = albert_tf.AlbertSentenceEncoder(config)
+  batch = padded_batch(config.vocab_size)
+  embedding = model(batch)["embedding"].numpy()
+  sequence_output = model.encoder(batch)["sequence_output"].numpy()
+  mask = batch["input_mask"].numpy()[:, :, None]
+  mean = (sequence_output * mask).sum(1) / mask.sum(1)
+  np.testing.assert_allclose(embedding, mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=1e-6)
+  assert not model.encoder.pooler.trainable
+  assert all(variable is not model.encoder.pooler.kernel for variable in model.trainable_variables)

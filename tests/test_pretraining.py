@@ -16,13 +16,13 @@ import tf_keras
 
 import albert_tf
 from albert_tf import checkpoint as checkpoint_lib
-from albert_tf import distribution, pretraining
+from albert_tf import distribution, pretraining, training
 from albert_tf.data import pretraining_data
 from albert_tf.data.instances import InstanceOptions
 from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
 
 pytestmark = requires_shared(SP8K_MODEL)
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretraining_worker.py")
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
 TOOL = os.path.join(REPO, "tools", "run_pretraining.py")
 SEQ, PREDICTIONS = 64, 10
 CONFIG = dict(vocab_size=8000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
@@ -55,7 +55,7 @@ def run_worker(tmp_path, name, run_options, *flags):
   values["albert_config"] = run_options.albert_config.to_dict()
   options_file.write_text(json.dumps(values))
   result_file = tmp_path / f"{name}.npz"
-  return subprocess.Popen([sys.executable, WORKER, str(options_file), str(result_file), *flags],
+  return subprocess.Popen([sys.executable, WORKER, "pretraining", str(options_file), str(result_file), *flags],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), result_file
 
 
@@ -181,7 +181,7 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_weights(records, tmp_path
 def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path):
   run_options = options(records, tmp_path, do_eval=True, eval_input_file=records[1])
   results = pretraining.run(run_options, distribution.get_strategy("one_device"))
-  text = (tmp_path / pretraining.EVAL_RESULTS).read_text()
+  text = (tmp_path / training.EVAL_RESULTS).read_text()
   for key in ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss",
               "global_step = 6"):
     assert key in text
@@ -202,7 +202,7 @@ def test_non_finite_loss_stops_with_a_clear_error(records, tmp_path):
   model(model.dummy_inputs())
   model.encoder.pooler.kernel.assign(tf.fill(model.encoder.pooler.kernel.shape, np.nan))
   checkpoint_lib.save_checkpoint(model, str(tmp_path / "nan" / "ckpt"))
-  with pytest.raises(pretraining.TrainingError, match="non-finite.*no checkpoint was written yet"):
+  with pytest.raises(training.TrainingError, match="non-finite.*no checkpoint was written yet"):
     pretraining.run(options(records, tmp_path / "run", init_checkpoint=str(tmp_path / "nan")),
                     distribution.get_strategy("one_device"))
   assert tf.train.latest_checkpoint(str(tmp_path / "run")) is None
@@ -248,7 +248,7 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   # A run directory of another config: refused, its files untouched.
   pretraining.run(options(records, tmp_path / "d", num_train_steps=3), strategy)
   before = {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
-  with pytest.raises(pretraining.TrainingError, match="holds a run of another config.*hidden_size"):
+  with pytest.raises(training.TrainingError, match="holds a run of another config.*hidden_size"):
     pretraining.Pretraining(options(records, tmp_path / "d", albert_config=albert_tf.AlbertConfig(
         **dict(CONFIG, hidden_size=64))), strategy)
   assert before == {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}

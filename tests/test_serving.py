@@ -233,7 +233,7 @@ def test_export_tool_on_an_encoder_checkpoint_has_no_fill_mask(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert "no fill_mask signature" in result.stdout
   loaded = tf.saved_model.load(str(export_dir / "7"))
-  assert sorted(loaded.signatures) == ["encode_text", "encode_text_pair", "serving_default"]
+  assert sorted(loaded.signatures) == ["encode_text", "encode_text_pair", "sentence_embedding", "serving_default"]
   assert loaded.signatures["encode_text"](text_a=tf.constant(["한 문장"]))["input_word_ids"].shape == (1, 16)
 
   too_long = run_export_tool(*common, "--max_seq_length=65")

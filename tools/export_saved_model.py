@@ -3,12 +3,15 @@
   python tools/export_saved_model.py --albert_config_file=configs/albert_base.json \
       --checkpoint=output/ --spm_model_file=30k-clean.model --max_seq_length=128 --export_dir=serving/albert
 
-writes serving/albert/1/ (the next free version) with the signatures serving_default (ids), encode_text and
-encode_text_pair (strings, tokenized in the graph) and, for checkpoints with the masked-LM head, fill_mask.
+writes serving/albert/1/ (the next free version) with the signatures serving_default (ids), encode_text,
+encode_text_pair and sentence_embedding (strings, tokenized in the graph), fill_mask for checkpoints with the
+masked-LM head, and classify_text / classify_text_pair for a fine-tuned classifier (run_classifier's output).
 Load it with `import tensorflow_text` (registers the SentencePiece op) and `tf.saved_model.load`.
 """
 
 from absl import flags
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the SentencePiece op for loading)
 
 from albert_tf import checkpoint as checkpoint_lib
 from albert_tf import cli
@@ -36,12 +39,10 @@ def main(argv):
   path = serving.export_saved_model(
       model, FLAGS.export_dir, FLAGS.spm_model_file, FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case,
       keep_accents=FLAGS.keep_accents, fill_mask_top_k=FLAGS.fill_mask_top_k, version=FLAGS.export_version)
-  signatures = ["serving_default", "encode_text", "encode_text_pair"]
-  if getattr(model, "masked_lm_head", None) is not None:
-    signatures.append("fill_mask")
-  else:
+  if getattr(model, "masked_lm_head", None) is None:
     print(f"{prefix} has no masked-LM head, so the SavedModel has no fill_mask signature.")
-  print(f"Exported {prefix} to {path} with signatures: {', '.join(signatures)}.")
+  signatures = tf.saved_model.load(path).signatures  # also checks that it loads
+  print(f"Exported {prefix} ({type(model).__name__}) to {path} with signatures: {', '.join(sorted(signatures))}.")
 
 
 if __name__ == "__main__":

@@ -2,5 +2,6 @@
 
 from albert_tf.layers.activations import get_activation
 from albert_tf.layers.factorized_embedding import FactorizedEmbedding
-from albert_tf.layers.heads import MaskedLMHead, SentenceOrderHead
+from albert_tf.layers.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
+from albert_tf.layers.pooling import MeanPooling
 from albert_tf.layers.transformer_block import AlbertTransformerBlock

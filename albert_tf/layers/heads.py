@@ -1,4 +1,4 @@
-"""The pretraining heads: masked LM (tied to the word embeddings) and sentence order prediction."""
+"""The heads: masked LM (tied to the word embeddings), sentence order prediction, and fine-tuning classification."""
 
 import tensorflow as tf
 import tf_keras
@@ -59,23 +59,27 @@ class MaskedLMHead(tf_keras.layers.Layer):
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class SentenceOrderHead(tf_keras.layers.Layer):
-  """Google's `cls/seq_relationship`: one linear layer on the pooled output.
+class ClassificationHead(tf_keras.layers.Layer):
+  """One linear layer on the pooled output, after dropout: Google's fine-tuning head.
 
-  The weight is stored as [num_classes, H] and applied transposed, Google's layout (and Hugging Face's
-  `sop_classifier.classifier.weight`), so conversion copies it without a transpose.
+  The weight is stored as [num_classes, H] and applied transposed, Google's layout (`output_weights`,
+  `output_bias`) and Hugging Face's (`classifier.weight`), so conversion copies it without a transpose.
 
   Args:
     hidden_size: H.
-    num_classes: 2 for sentence order (0: in order, 1: swapped or from another document).
+    num_classes: outputs; 1 for a regression.
+    dropout_rate: dropout on the pooled output while training (Google's `run_classifier`: 0.1).
     initializer_range: stddev of the truncated-normal initializer.
   """
 
-  def __init__(self, hidden_size, num_classes=2, initializer_range=0.02, **kwargs):
+  def __init__(self, hidden_size, num_classes, dropout_rate=0.0, initializer_range=0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_classes = num_classes
+    self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
+    # No layer without dropout: the pretraining head's checkpoints hold just the two weights.
+    self.dropout = tf_keras.layers.Dropout(dropout_rate) if dropout_rate else None
 
   def build(self, input_shape):
     self.output_weights = self.add_weight(
@@ -84,8 +88,10 @@ class SentenceOrderHead(tf_keras.layers.Layer):
     self.output_bias = self.add_weight("output_bias", shape=[self.num_classes], initializer="zeros")
     super().build(input_shape)
 
-  def call(self, pooled_output):
+  def call(self, pooled_output, training=None):
     """Returns float32 logits `[batch, num_classes]`."""
+    if self.dropout is not None:
+      pooled_output = self.dropout(pooled_output, training=training)
     logits = tf.matmul(pooled_output, self.output_weights, transpose_b=True) + self.output_bias
     return tf.cast(logits, tf.float32)
 
@@ -94,6 +100,19 @@ class SentenceOrderHead(tf_keras.layers.Layer):
     config.update({
         "hidden_size": self.hidden_size,
         "num_classes": self.num_classes,
+        "dropout_rate": self.dropout_rate,
         "initializer_range": self.initializer_range,
     })
     return config
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class SentenceOrderHead(ClassificationHead):
+  """Google's `cls/seq_relationship`: the classification head with 2 classes and no dropout.
+
+  Class 0: the segments in order; 1: swapped (or, for one-segment chunks, B from another document).
+  """
+
+  def __init__(self, hidden_size, num_classes=2, initializer_range=0.02, **kwargs):
+    kwargs.pop("dropout_rate", None)  # always 0, as Google's pretraining head
+    super().__init__(hidden_size, num_classes, dropout_rate=0.0, initializer_range=initializer_range, **kwargs)

@@ -1,0 +1,392 @@
+"""Fine-tuning: every GLUE processor end to end, Google's losses, exact resume, replicas, export, bad input."""
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf import checkpoint as checkpoint_lib
+from albert_tf import distribution, finetuning, finetuning_data, metrics, serving, training
+from albert_tf.classifier import AlbertClassifier
+from albert_tf.graph_tokenization import GraphTokenizer
+from albert_tf.sentence_encoder import AlbertSentenceEncoder
+from albert_tf.tasks import TaskError, TsvFormat, get_task
+from conftest import GLUE_FILES, REPO, SHARED, SP8K_MODEL, requires_shared, write
+
+pytestmark = requires_shared(SP8K_MODEL)
+TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
+SEQ = 32
+CONFIG = dict(vocab_size=8000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+              embedding_size=16, max_position_embeddings=SEQ)
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
+ONE_DEVICE = distribution.get_strategy("one_device")
+
+
+def options(data_dir, output_dir, **changes):
+  values = dict(data_dir=str(data_dir), output_dir=str(output_dir), albert_config=albert_tf.AlbertConfig(**CONFIG),
+                spm_model_file=SP8K_MODEL, max_seq_length=SEQ, do_train=True, do_eval=True, do_predict=True,
+                train_batch_size=2, eval_batch_size=2, predict_batch_size=2, learning_rate=1e-3, train_step=4,
+                save_checkpoints_steps=2, iterations_per_loop=2)
+  values.update(changes)
+  return finetuning.FineTuningOptions(**values)
+
+
+def read_tsv(path):
+  with open(path, encoding="utf-8") as reader:
+    return [line.rstrip("\n").split("\t") for line in reader]
+
+
+@pytest.mark.parametrize("name", ["cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mnli-mm", "qnli", "rte", "wnli"])
+def test_every_glue_processor_trains_evaluates_and_predicts(glue_dir, tmp_path, name):
+  task = get_task(name)
+  results = finetuning.run(options(glue_dir, tmp_path / "run", train_step=2), finetuning.ClassifierObjective(task),
+                           ONE_DEVICE)
+  evaluation = results["eval"]
+  assert evaluation["global_step"] == 2
+  assert set(task.metric_names) | {"loss"} <= set(evaluation)
+  assert evaluation["eval_examples"] == len(task.read_examples(str(glue_dir), "dev"))
+  text = (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  for metric in task.metric_names:
+    assert f"{metric} = " in text
+  best = json.loads((tmp_path / "run" / training.BEST_CHECKPOINT_INFO).read_text())
+  assert best["global_step"] == 2 and task.primary_metric in best
+  assert results["weights"].endswith(training.BEST_CHECKPOINT)
+
+  test_examples = task.read_examples(str(glue_dir), "test")
+  submitted = read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)
+  assert submitted[0] == ["index", "prediction"]
+  assert [row[0] for row in submitted[1:]] == [example.guid for example in test_examples]
+  raw = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
+  if task.is_regression:
+    assert raw.shape == (len(test_examples), 1)
+    np.testing.assert_allclose([float(row[1]) for row in submitted[1:]], raw[:, 0], rtol=1e-6)
+  else:
+    assert raw.shape == (len(test_examples), len(task.label_list))
+    np.testing.assert_allclose(raw.sum(axis=1), 1.0, atol=1e-5)
+    assert [row[1] for row in submitted[1:]] == [task.label_list[i] for i in raw.argmax(axis=1)]
+
+
+def test_losses_and_metrics_are_googles():
+  logits = tf.constant([[2.0, -1.0, 0.5], [0.1, 0.2, 0.3]])
+  labels = tf.constant([0, 1])
+  task = get_task("mnli")
+  objective = finetuning.ClassifierObjective(task)
+
+  class Fixed:
+    def __call__(self, inputs, training):
+      return {"logits": logits}
+
+  loss, sums = objective.replica_loss(Fixed(), global_batch_size=4)({"inputs": {}, "labels": labels})
+  log_probs = tf.nn.log_softmax(logits).numpy()
+  expected = -(log_probs[0, 0] + log_probs[1, 1])
+  assert float(loss) == pytest.approx(expected / 4, rel=1e-6)  # a share of the global batch of 4
+  assert objective.metrics_from_sums(sums.numpy()) == pytest.approx({"loss": expected / 2, "accuracy": 0.5})
+
+  regression = finetuning.ClassifierObjective(get_task("sts-b"))
+  scores = np.array([[1.0], [3.5], [2.0]], np.float32)
+  gold = np.array([1.5, 3.0, 0.0], np.float32)
+  evaluation = regression.evaluation_metrics(scores, gold)
+  assert evaluation["loss"] == pytest.approx(np.mean((scores[:, 0] - gold) ** 2), rel=1e-6)
+  assert evaluation["pearson"] == pytest.approx(metrics.pearson(scores[:, 0], gold))
+  assert set(evaluation) == {"loss", "pearson", "spearman", "mse"}
+
+
+@requires_shared(TWEETS)
+def test_classifier_learns_real_sentences(tmp_path):
+  """Overfitting 32 real tweets shows that the whole model and head learn."""
+  with open(TWEETS, encoding="utf-8") as reader:
+    lines = [next(reader) for _ in range(32)]
+  write(tmp_path / "data" / "train.tsv", [line.rstrip("\n") for line in lines])
+  write(tmp_path / "data" / "dev.tsv", [line.rstrip("\n") for line in lines])
+  task = get_task("tsv", TsvFormat(text_a_column=2, label_column=1, label_threshold=0.0))
+  results = finetuning.run(
+      options(tmp_path / "data", tmp_path / "run", do_predict=False, train_batch_size=8, eval_batch_size=8,
+              train_step=60, save_checkpoints_steps=60, iterations_per_loop=20, learning_rate=3e-3, warmup_step=6,
+              dropout_prob=0.0), finetuning.ClassifierObjective(task), ONE_DEVICE)
+  assert results["train"]["loss"] < 0.3
+  assert results["eval"]["accuracy"] >= 0.9
+
+
+def test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere():
+  labels = np.arange(10, dtype=np.int32)
+  packed = finetuning_data.PackedSequences(
+      tf.ragged.constant([[2, 5 + i, 3] for i in range(10)], tf.int32), tf.fill([10], 3))
+  split = finetuning_data.EncodedSplit({"inputs": packed}, labels, [str(i) for i in range(10)], max_seq_length=6)
+
+  def stream(start, batches, context=None, batch_size=2):
+    dataset = finetuning_data.training_dataset(split, batch_size, seed=7, start_example=start, input_context=context)
+    return np.concatenate([batch["labels"].numpy() for batch in dataset.take(batches)])
+
+  whole = stream(0, 15)
+  assert sorted(whole[:10]) == list(range(10)) and sorted(whole[10:20]) == list(range(10))
+  assert list(whole[:10]) != list(whole[10:20])  # another order each epoch
+  np.testing.assert_array_equal(stream(14, 8), whole[14:30])
+  # Two input pipelines deal out the same global stream.
+  for pipeline in (0, 1):
+    half = stream(0, 5, tf.distribute.InputContext(2, pipeline, 2))
+    np.testing.assert_array_equal(half, whole[pipeline::2][:10])
+  batch = next(iter(finetuning_data.training_dataset(split, 2, seed=7)))
+  assert batch["inputs"]["input_word_ids"].shape == (2, 6)
+  np.testing.assert_array_equal(batch["inputs"]["input_mask"][0], [1, 1, 1, 0, 0, 0])
+
+
+def test_evaluation_pads_to_whole_global_batches_with_weight_zero():
+  packed = finetuning_data.PackedSequences(tf.ragged.constant([[2, 7, 3, 8, 3]] * 5, tf.int32), tf.fill([5], 3))
+  split = finetuning_data.EncodedSplit({"inputs": packed}, np.arange(5, dtype=np.float32), list("abcde"), 8)
+  batches = list(finetuning_data.evaluation_dataset(split, 2, 4))
+  assert len(batches) == 4  # 5 examples, padded to 8
+  weights = np.concatenate([b["weights"].numpy() for b in batches])
+  np.testing.assert_array_equal(weights, [1, 1, 1, 1, 1, 0, 0, 0])
+  np.testing.assert_array_equal(np.concatenate([b["example_index"] for b in batches])[:5], range(5))
+  np.testing.assert_array_equal(batches[0]["inputs"]["input_type_ids"][0], [0, 0, 0, 1, 1, 0, 0, 0])
+
+
+def test_resumed_run_ends_with_the_uninterrupted_weights(glue_dir, tmp_path, monkeypatch):
+  task = get_task("rte")
+  run_options = options(glue_dir, tmp_path / "straight", do_eval=False, do_predict=False, train_step=6,
+                        save_checkpoints_steps=3, iterations_per_loop=1, dropout_prob=0.0)
+  straight = finetuning.FineTuning(run_options, finetuning.ClassifierObjective(task), ONE_DEVICE)
+  straight.train()
+
+  class Interrupted(Exception):
+    pass
+
+  save = finetuning.FineTuning._save
+
+  def save_then_stop(self, step):
+    save(self, step)
+    raise Interrupted()
+
+  interrupted_options = dataclasses.replace(run_options, output_dir=str(tmp_path / "interrupted"))
+  monkeypatch.setattr(finetuning.FineTuning, "_save", save_then_stop)
+  with pytest.raises(Interrupted):
+    finetuning.FineTuning(interrupted_options, finetuning.ClassifierObjective(task), ONE_DEVICE).train()
+  monkeypatch.setattr(finetuning.FineTuning, "_save", save)
+  resumed = finetuning.FineTuning(interrupted_options, finetuning.ClassifierObjective(task), ONE_DEVICE)
+  assert resumed.restored_from.endswith("model.ckpt-3") and int(resumed.step.numpy()) == 3
+  resumed.train()
+  for expected, actual in zip(straight.model.variables, resumed.model.variables):
+    np.testing.assert_allclose(actual.numpy(), expected.numpy(), atol=1e-6, err_msg=expected.name)
+
+
+def test_mirrored_over_two_cpus_equals_one_device(glue_dir, tmp_path):
+  processes = []
+  for name, flags in (("one", []), ("two", ["--logical_cpus=2", "--strategy_type=mirrored"])):
+    run_options = options(glue_dir, tmp_path / name, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
+                          train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0)
+    values = dataclasses.asdict(run_options)
+    values.update(albert_config=run_options.albert_config.to_dict(), task_name="mnli-mm")
+    (tmp_path / f"{name}.json").write_text(json.dumps(values))
+    processes.append(subprocess.Popen(
+        [sys.executable, WORKER, "classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"),
+         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+  for process in processes:
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, output
+  one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+  assert int(one["replicas"]) == 1 and int(two["replicas"]) == 2
+  assert float(one["loss"]) == pytest.approx(float(two["loss"]), abs=1e-5)
+  # Predictions come back in example order whatever the replica that computed them.
+  np.testing.assert_allclose(one["test_outputs"], two["test_outputs"], atol=1e-5)
+  assert float(one["eval_accuracy"]) == float(two["eval_accuracy"])
+  for key in one.files:
+    if key.startswith("w"):
+      np.testing.assert_allclose(one[key], two[key], atol=1e-5, err_msg=key)
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+  """A pretrainer checkpoint to fine-tune from (random weights stand in for pretraining)."""
+  path = tmp_path_factory.mktemp("pretrained") / "model.ckpt"
+  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**CONFIG))
+  model(model.dummy_inputs())
+  checkpoint_lib.save_checkpoint(model, str(path))
+  return model, str(path)
+
+
+def test_init_checkpoint_starts_the_encoder_and_eval_only_reruns_score_the_best(glue_dir, tmp_path, pretrained):
+  model, path = pretrained
+  run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", init_checkpoint=path),
+                              finetuning.ClassifierObjective(get_task("mrpc")), ONE_DEVICE)
+  for ours, theirs in zip(run.model.encoder.variables, model.encoder.variables):
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+  run.train()
+  evaluation = finetuning.run(options(glue_dir, tmp_path / "run", do_train=False, do_predict=False),
+                              finetuning.ClassifierObjective(get_task("mrpc")), ONE_DEVICE)["eval"]
+  assert evaluation["global_step"] == 4 and "f1" in evaluation
+
+
+def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_path):
+  results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False,
+                                   export_dir=str(tmp_path / "export")),
+                           finetuning.ClassifierObjective(get_task("rte")), ONE_DEVICE)
+  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), get_task("rte").label_list)
+  checkpoint_lib.restore_checkpoint(model, results["weights"])
+  text_a = ["A place of sorrow, after the pope was buried.", "Dana Reeve died."]
+  text_b = ["The pope was buried.", "Reeve is alive and well."]
+  inputs = GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(text_a), tf.constant(text_b), SEQ)
+  expected = tf.nn.softmax(model(inputs, training=False)["logits"]).numpy()
+
+  loaded = tf.saved_model.load(results["export"])
+  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(text_a), text_b=tf.constant(text_b))
+  np.testing.assert_allclose(pair["probabilities"], expected, atol=1e-5)
+  assert [label.decode() for label in pair["labels"].numpy()] == [
+      get_task("rte").label_list[i] for i in expected.argmax(-1)]
+  ids = loaded.signatures["serving_default"](**inputs)
+  np.testing.assert_allclose(ids["probabilities"], expected, atol=1e-5)
+  single = loaded.classify_text(tf.constant(text_a))
+  assert single["probabilities"].shape == (2, 2)
+  assert {"encode_text", "encode_text_pair"} <= set(loaded.signatures)
+  # The sentence embedding: the mean over real tokens, unit length, as the sentence encoder computes it.
+  embedding = loaded.signatures["sentence_embedding"](text=tf.constant(text_a))["embedding"].numpy()
+  inputs = GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(text_a), None, SEQ)
+  sequence_output = model.encoder(inputs)["sequence_output"].numpy()
+  mask = inputs["input_mask"].numpy()[:, :, None]
+  mean = (sequence_output * mask).sum(1) / mask.sum(1)
+  np.testing.assert_allclose(embedding, mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=1e-5)
+  encoder = AlbertSentenceEncoder(albert_tf.AlbertConfig(**CONFIG))
+  checkpoint_lib.restore_checkpoint(encoder.encoder, results["weights"])
+  np.testing.assert_allclose(encoder(inputs)["embedding"], embedding, atol=1e-5)
+
+
+def test_regression_serving_gives_the_score(glue_dir, tmp_path):
+  run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False),
+                              finetuning.ClassifierObjective(get_task("sts-b")), ONE_DEVICE)
+  run.train()
+  tokenizer = GraphTokenizer(SP8K_MODEL)
+  module = serving.AlbertClassifierServingModule(run.model, tokenizer, SEQ)
+  texts = ["A man plays a flute.", "A jet flies over the hills and far away, high in the sky."]
+  scores = module.classify_text(tf.constant(texts))
+  assert set(scores) == {"predictions"}
+  inputs = tokenizer.encode_and_pack(tf.constant(texts), None, SEQ)
+  np.testing.assert_allclose(scores["predictions"], run.model(inputs)["logits"][:, 0], atol=1e-5)
+
+
+def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained):
+  _, path = pretrained
+  task = get_task("sts-b")
+  # Without training, the pretrained encoder's embeddings are scored as they are (no score range, no loss).
+  before = finetuning.run(options(glue_dir, tmp_path / "before", init_checkpoint=path, do_train=False,
+                                  do_predict=False), finetuning.SentenceSimilarityObjective(task), ONE_DEVICE)
+  assert set(before["eval"]) == {"spearman", "pearson", "global_step", "eval_examples"}
+  objective = finetuning.SentenceSimilarityObjective(task)
+  run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", init_checkpoint=path), objective, ONE_DEVICE)
+  run.train()
+  assert objective.score_range == (3.8, 5.0)  # the train split's extremes
+  assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text())["score_range"] == [3.8, 5.0]
+  assert {"spearman", "pearson", "loss"} <= set(run.last_eval)
+  run.predict()
+  cosines = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
+  # The exported sentence_embedding gives the encoder's embeddings, whose dot product is the cosine predicted.
+  module = serving.AlbertServingModule(run.model.encoder, GraphTokenizer(SP8K_MODEL), SEQ)
+  embeddings = module.sentence_embedding(tf.constant(["A girl sings.", "A girl talks."]))["embedding"]
+  assert embeddings.shape == (2, 32)
+  assert float(tf.reduce_sum(embeddings[0] * embeddings[1])) == pytest.approx(cosines[0, 0], abs=1e-5)
+  # Its checkpoints are encoder checkpoints: AlbertEncoder and tools/export_saved_model.py read them.
+  checkpoint_lib.restore_checkpoint(albert_tf.AlbertEncoder(albert_tf.AlbertConfig(**CONFIG)), str(tmp_path / "run"))
+  with pytest.raises(TaskError, match="not a regression of pairs"):
+    finetuning.SentenceSimilarityObjective(get_task("mrpc"))
+
+
+def test_tsv_labels_are_kept_for_later_runs(tmp_path):
+  write(tmp_path / "data" / "train.tsv", ["b\tgood", "a\tbad", "c\tso so"])
+  write(tmp_path / "data" / "dev.tsv", ["a\tworse"])
+  write(tmp_path / "data" / "test.tsv", ["c\tfine"])
+  tsv_format = TsvFormat(text_a_column=1, label_column=0)
+  finetuning.run(options(tmp_path / "data", tmp_path / "run", do_eval=False, do_predict=False),
+                 finetuning.ClassifierObjective(get_task("tsv", tsv_format)), ONE_DEVICE)
+  # A prediction-only run has no train split to learn the label order from: it takes the run's.
+  task = get_task("tsv", tsv_format)
+  finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False, do_eval=False),
+                 finetuning.ClassifierObjective(task), ONE_DEVICE)
+  assert task.label_list == ("a", "b", "c")
+  assert read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1][1] in ("a", "b", "c")
+  other = get_task("tsv", dataclasses.replace(tsv_format, label_list=("c", "b", "a")))
+  with pytest.raises(TaskError, match="was trained with labels \\['a', 'b', 'c'\\]"):
+    finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False), finetuning.ClassifierObjective(
+        other), ONE_DEVICE)
+
+
+def test_bad_input_fails_before_training_and_writes_nothing(glue_dir, tmp_path):
+  task = get_task("rte")
+
+  def refused(error, match, data_dir=glue_dir, **changes):
+    output_dir = tmp_path / "run"
+    with pytest.raises(error, match=match):
+      finetuning.run(options(data_dir, output_dir, **changes), finetuning.ClassifierObjective(task), ONE_DEVICE)
+    assert not output_dir.exists()
+
+  rows = GLUE_FILES["RTE/train.tsv"]
+  write(glue_dir / "RTE" / "train.tsv", rows + ["2\tonly one sentence"])
+  refused(TaskError, re.escape(f"{glue_dir / 'RTE' / 'train.tsv'}, line 4: 2 tab-separated column(s); the task "
+                               "needs at least 4"))
+  write(glue_dir / "RTE" / "train.tsv", rows)
+  write(glue_dir / "RTE" / "dev.tsv", GLUE_FILES["RTE/dev.tsv"] + ["1\ta\tb\tmaybe"])
+  refused(TaskError, "dev.tsv, line 3: label 'maybe' is not one of the task's labels")
+  write(glue_dir / "RTE" / "dev.tsv", GLUE_FILES["RTE/dev.tsv"])
+  write(glue_dir / "RTE" / "test.tsv", [])
+  refused(TaskError, "test.tsv: no examples: the file is empty")
+  refused(ValueError, "has 8000 pieces but the model's vocab_size is 120",
+          albert_config=albert_tf.AlbertConfig(**dict(CONFIG, vocab_size=120)))
+  refused(training.TrainingError, "needs a fine-tuned checkpoint", do_train=False)
+  refused(FileNotFoundError, "Checkpoint not found", init_checkpoint=str(tmp_path / "nowhere"))
+  refused(ValueError, "--train_batch_size=0 must be a positive multiple", train_batch_size=0)
+
+
+def test_tool_refuses_an_unknown_task_with_one_line(tmp_path, glue_dir):
+  base = [sys.executable, os.path.join(REPO, "tools", "run_classifier.py"), f"--data_dir={glue_dir}",
+          f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={tmp_path / 'config.json'}",
+          f"--spm_model_file={SP8K_MODEL}", "--do_train"]
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  result = subprocess.run(base + ["--task_name=glue-x"], capture_output=True, text=True, timeout=300)
+  assert result.returncode == 2
+  assert "error: Unknown task 'glue-x'; the known tasks are cola" in result.stderr
+  result = subprocess.run(base + ["--task_name=rte", "--tsv_label_column=3"], capture_output=True, text=True,
+                          timeout=300)
+  assert result.returncode == 2 and "--tsv_label_column describe a tsv task's files" in result.stderr
+  assert not (tmp_path / "run").exists()
+
+
+def run_tool(name, *flags):
+  return subprocess.run([sys.executable, os.path.join(REPO, "tools", name), *flags], capture_output=True, text=True,
+                        timeout=600)
+
+
+def test_run_classifier_tool_trains_evaluates_predicts_and_exports(glue_dir, tmp_path):
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  result = run_tool("run_classifier.py", "--task_name=MRPC", f"--data_dir={glue_dir}",
+                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={tmp_path / 'config.json'}",
+                    f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={SEQ}", "--do_train", "--do_eval",
+                    "--do_predict", "--train_batch_size=2", "--eval_batch_size=2", "--predict_batch_size=2",
+                    "--train_step=2", "--save_checkpoints_steps=2", "--iterations_per_loop=2",
+                    "--learning_rate=1e-3", f"--export_dir={tmp_path / 'export'}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "step 2/2 | loss" in result.stderr and "examples/s | ETA" in result.stderr
+  assert "f1 = " in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  assert len(read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)) == 2
+  assert os.listdir(tmp_path / "run" / "train") and os.listdir(tmp_path / "run" / "eval")  # TensorBoard
+  loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
+  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(["He said ."]), text_b=tf.constant(["He did ."]))
+  assert pair["labels"].numpy()[0].decode() in ("0", "1")
+
+
+def test_train_sentence_encoder_tool(glue_dir, tmp_path):
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  common = [f"--data_dir={glue_dir}", f"--output_dir={tmp_path / 'run'}",
+            f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
+            f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
+            "--train_step=2", "--save_checkpoints_steps=2", "--iterations_per_loop=2"]
+  result = run_tool("train_sentence_encoder.py", *common, "--score_range=0,5")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "spearman = " in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text()) == {"task": "sts-b",
+                                                                                   "score_range": [0.0, 5.0]}
+  bad = run_tool("train_sentence_encoder.py", *common, "--score_range=5")
+  assert bad.returncode == 2 and "error: --score_range takes the lowest and highest score" in bad.stderr

@@ -1,0 +1,39 @@
+"""Fine-tunes ALBERT for classification or regression: Google's GLUE tasks or your own TSV files.
+
+  python tools/run_classifier.py --task_name=mrpc --data_dir=glue/MRPC --output_dir=runs/mrpc \
+      --albert_config_file=albert_base/albert_config.json --spm_model_file=albert_base/spiece.model \
+      --init_checkpoint=albert_base --max_seq_length=128 --do_train --do_eval --do_predict \
+      --train_batch_size=32 --learning_rate=2e-5 --train_step=800 --warmup_step=200 \
+      --save_checkpoints_steps=100 --export_dir=serving/mrpc
+
+  # Your own file: sentence in column 2, a score in column 1, binary classes at score > 0
+  python tools/run_classifier.py --task_name=tsv --tsv_text_a_column=2 --tsv_label_column=1 \
+      --tsv_label_threshold=0 --data_dir=my_data ...
+
+Flags and defaults are Google's run_classifier.py's; --task_name=tsv with the --tsv_* flags, --keep_accents,
+--dropout_prob, the strategy flags (as run_pretraining's), --mixed_precision, --random_seed, --jit_compile and
+--log_steps are ours. Every checkpoint is evaluated on dev.tsv with --do_eval (eval_results.txt, and the
+best by the task's metric kept as model.ckpt-best); --do_predict writes test_results.tsv and
+submit_results.tsv from the best weights; --export_dir writes a SavedModel whose classify_text signature
+takes raw text. Rerunning the same command resumes from the last checkpoint.
+"""
+
+from absl import flags
+
+from albert_tf import cli
+from albert_tf import finetuning
+from albert_tf import finetuning_flags
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  del argv
+  objective = finetuning.ClassifierObjective(finetuning_flags.task_from_flags())
+  finetuning.run(finetuning_flags.options_from_flags(), objective, cli.strategy_from_flags())
+
+
+if __name__ == "__main__":
+  finetuning_flags.define_flags()
+  flags.mark_flag_as_required("task_name")
+  cli.run(main)
