@@ -1,6 +1,7 @@
 """Shared fixtures: tiny configs, deterministic random weights, and the shared corpora."""
 
 import os
+import socket
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -44,6 +45,17 @@ def padded_batch(vocab_size, batch_size=3, seq_length=11, max_predictions=4, see
   return {"input_word_ids": tf.constant(ids, tf.int32), "input_mask": tf.constant(mask, tf.int32),
           "input_type_ids": tf.constant(types, tf.int32),
           "masked_lm_positions": tf.constant(np.sort(positions), tf.int32)}
+
+
+def free_ports(count):
+  """Local TCP ports free now, for the hosts of a multi-worker test."""
+  sockets = [socket.socket() for _ in range(count)]
+  for sock in sockets:
+    sock.bind(("127.0.0.1", 0))
+  ports = [sock.getsockname()[1] for sock in sockets]
+  for sock in sockets:
+    sock.close()
+  return ports
 
 
 def requires_shared(path):

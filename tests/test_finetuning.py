@@ -18,7 +18,7 @@ from albert_tf.classifier import AlbertClassifier
 from albert_tf.graph_tokenization import GraphTokenizer
 from albert_tf.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.tasks import TaskError, TsvFormat, get_task
-from conftest import GLUE_FILES, REPO, SHARED, SP8K_MODEL, requires_shared, write
+from conftest import GLUE_FILES, REPO, SHARED, SP8K_MODEL, free_ports, requires_shared, write
 
 pytestmark = requires_shared(SP8K_MODEL)
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -176,29 +176,42 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(glue_dir, tmp_path, mon
     np.testing.assert_allclose(actual.numpy(), expected.numpy(), atol=1e-6, err_msg=expected.name)
 
 
-def test_mirrored_over_two_cpus_equals_one_device(glue_dir, tmp_path):
+def test_two_replicas_and_two_workers_equal_one_device(glue_dir, tmp_path):
+  ports = free_ports(2)
+  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+  runs = {"one": ([], None), "mirrored": (["--logical_cpus=2", "--strategy_type=mirrored"], None)}
+  for index in range(2):
+    runs[f"worker{index}"] = (["--strategy_type=multi_worker_mirrored"],
+                              json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
   processes = []
-  for name, flags in (("one", []), ("two", ["--logical_cpus=2", "--strategy_type=mirrored"])):
-    run_options = options(glue_dir, tmp_path / name, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
+  for name, (flags, tf_config) in runs.items():
+    output_dir = tmp_path / ("workers" if tf_config else name)
+    run_options = options(glue_dir, output_dir, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
                           train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0)
     values = dataclasses.asdict(run_options)
     values.update(albert_config=run_options.albert_config.to_dict(), task_name="mnli-mm")
     (tmp_path / f"{name}.json").write_text(json.dumps(values))
+    environment = dict(os.environ, TF_CONFIG=tf_config) if tf_config else None
     processes.append(subprocess.Popen(
         [sys.executable, WORKER, "classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"),
-         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment))
   for process in processes:
     output, _ = process.communicate(timeout=600)
     assert process.returncode == 0, output
-  one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
-  assert int(one["replicas"]) == 1 and int(two["replicas"]) == 2
-  assert float(one["loss"]) == pytest.approx(float(two["loss"]), abs=1e-5)
-  # Predictions come back in example order whatever the replica that computed them.
-  np.testing.assert_allclose(one["test_outputs"], two["test_outputs"], atol=1e-5)
-  assert float(one["eval_accuracy"]) == float(two["eval_accuracy"])
-  for key in one.files:
-    if key.startswith("w"):
-      np.testing.assert_allclose(one[key], two[key], atol=1e-5, err_msg=key)
+  one = np.load(tmp_path / "one.npz")
+  assert int(one["replicas"]) == 1
+  for name in ("mirrored", "worker0", "worker1"):
+    other = np.load(tmp_path / f"{name}.npz")
+    assert int(other["replicas"]) == 2
+    assert float(one["loss"]) == pytest.approx(float(other["loss"]), abs=1e-5)
+    # Predictions come back in example order whatever the replica or worker that computed them.
+    np.testing.assert_allclose(one["test_outputs"], other["test_outputs"], atol=1e-5)
+    assert float(one["eval_accuracy"]) == float(other["eval_accuracy"])
+    for key in one.files:
+      if key.startswith("w"):
+        np.testing.assert_allclose(one[key], other[key], atol=1e-5, err_msg=f"{name} {key}")
+  assert "accuracy = " in (tmp_path / "workers" / training.EVAL_RESULTS).read_text()
+  assert not [name for name in os.listdir(tmp_path / "workers") if name.startswith(".worker")]
 
 
 @pytest.fixture(scope="module")

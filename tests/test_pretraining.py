@@ -4,7 +4,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from albert_tf import checkpoint as checkpoint_lib
 from albert_tf import distribution, pretraining, training
 from albert_tf.data import pretraining_data
 from albert_tf.data.instances import InstanceOptions
-from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
+from conftest import REPO, SHARED, SP8K_MODEL, free_ports, requires_shared
 
 pytestmark = requires_shared(SP8K_MODEL)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
@@ -107,20 +106,11 @@ def test_mirrored_over_two_cpus_equals_one_device(records, tmp_path):
       np.testing.assert_allclose(one_values[key], two_values[key], atol=1e-5, err_msg=key)
 
 
-def free_ports(count):
-  sockets = [socket.socket() for _ in range(count)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
-
-
 def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path):
   ports = free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-  run_options = options(records, tmp_path / "run")
+  # With evaluation after each checkpoint, which every worker must take part in.
+  run_options = options(records, tmp_path / "run", do_eval=True)
   processes = []
   for task_id in range(2):
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": task_id}})
@@ -136,6 +126,7 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
     if key.startswith("w"):
       np.testing.assert_array_equal(first[key], second[key], err_msg=key)
   assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("model.ckpt-6")
+  assert "global_step = 6" in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
   assert not [name for name in os.listdir(tmp_path / "run") if name.startswith(".worker")]
 
 
