@@ -114,8 +114,8 @@ def main(argv):
   _step("6/6 SavedModel for TF Serving (raw text in, tokenized in the graph)")
   saved_model = serving.export_saved_model(run.model, os.path.join(out, "saved_model"), spm_model,
                                            MAX_SEQ_LENGTH, do_lower_case=True, keep_accents=True)
-  print(f"{saved_model}: signatures serving_default, encode_text, encode_text_pair, sentence_embedding, fill_mask")
   loaded = tf.saved_model.load(saved_model)
+  print(f"{saved_model}: signatures {', '.join(sorted(loaded.signatures.keys()))}")
   filled = loaded.signatures["fill_mask"](text=tf.constant(FILL_MASK_EXAMPLES))
   for row, text in enumerate(FILL_MASK_EXAMPLES):
     candidates = ", ".join(f"{token.decode()} {score:.3f}" for token, score in
