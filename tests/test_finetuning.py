@@ -403,3 +403,23 @@ def test_train_sentence_encoder_tool(glue_dir, tmp_path):
                                                                                    "score_range": [0.0, 5.0]}
   bad = run_tool("train_sentence_encoder.py", *common, "--score_range=5")
   assert bad.returncode == 2 and "error: --score_range takes the lowest and highest score" in bad.stderr
+
+
+def test_benchmark_prepares_splits_and_refuses_a_malformed_ratings_file(tmp_path):
+  finetune_dir = tmp_path / "finetune"
+  finetune_dir.mkdir()
+  (finetune_dir / "a_GroundTruth.tsv").write_text("10\t1.5\tgood\n11\t-2.0\tbad\n12\t0.5\tfine\n", encoding="utf-8")
+  (finetune_dir / "b_GroundTruth.tsv").write_text("20\t1.0\tok\n21\t-1.0\n", encoding="utf-8")
+  result = run_tool("benchmark_finetuning.py", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
+                    "--prepare_only")
+  assert result.returncode == 2
+  assert "b_GroundTruth.tsv, line 2: 2 columns; expected id, rating, sentence." in result.stderr
+  assert not (tmp_path / "out").exists()  # a.tsv was read and checked, but nothing is written before b's error
+
+  (finetune_dir / "b_GroundTruth.tsv").write_text("20\t1.0\tok\n21\t-1.0\tno\n", encoding="utf-8")
+  result = run_tool("benchmark_finetuning.py", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
+                    "--prepare_only")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert (tmp_path / "out" / "data" / "a" / "test.tsv").read_text(encoding="utf-8") == "10\t1.5\tgood\n"
+  assert (tmp_path / "out" / "data" / "a" / "dev.tsv").read_text(encoding="utf-8") == "11\t-2.0\tbad\n"
+  assert (tmp_path / "out" / "data" / "pretraining_text.txt").read_text(encoding="utf-8") == "fine\n"  # train only

@@ -86,11 +86,12 @@ def prepare(finetune_dir: str, output_dir: str) -> Dict[str, Dict[str, List[Tupl
   names = sorted(name for name in os.listdir(finetune_dir) if name.endswith("_GroundTruth.tsv"))
   if not names:
     raise FileNotFoundError(f"No *_GroundTruth.tsv file in {finetune_dir}.")
+  # Every file is read and checked before anything is written.
+  ratings = {name[:-len("_GroundTruth.tsv")]: read_ratings(os.path.join(finetune_dir, name)) for name in names}
   documents = []
-  for name in names:
-    dataset = name[:-len("_GroundTruth.tsv")]
+  for dataset, rows in ratings.items():
     splits = collections.defaultdict(list)
-    for row in read_ratings(os.path.join(finetune_dir, name)):
+    for row in rows:
       splits[split_of(row[0])].append(row)
     directory = os.path.join(output_dir, "data", dataset)
     os.makedirs(directory, exist_ok=True)
