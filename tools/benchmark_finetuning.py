@@ -182,10 +182,11 @@ def fine_tune(dataset: str, task_kind: str, num_train: int, output_dir: str) -> 
   steps_per_epoch = math.ceil(num_train / FLAGS.train_batch_size)
   train_step = int(FLAGS.epochs * steps_per_epoch)
   gold = np.array([score for _, score, _ in read_ratings(os.path.join(data_dir, "test.tsv"))])
+  task = get_task("tsv", TASK_FORMATS[task_kind])
+  metric = task.primary_metric
   results = []
   for learning_rate in FLAGS.learning_rates:
     run_dir = os.path.join(output_dir, "runs", FLAGS.run_name, f"{dataset}-{task_kind}-lr{learning_rate}")
-    task = get_task("tsv", TASK_FORMATS[task_kind])
     options = finetuning.FineTuningOptions(
         data_dir=data_dir, output_dir=run_dir, albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
         spm_model_file=FLAGS.spm_model_file, init_checkpoint=FLAGS.init_checkpoint,
@@ -205,12 +206,12 @@ def fine_tune(dataset: str, task_kind: str, num_train: int, output_dir: str) -> 
       test = metrics.pearson(np.array(predicted, np.float64), gold)
     else:
       test = metrics.accuracy(np.array(predicted, int), (gold > 0).astype(int))
-    metric = task.primary_metric
-    results.append({"learning_rate": float(learning_rate), f"dev_{metric}": best[metric], "test": test,
+    # The rate as the flag spelled it ("2e-4"), for the table.
+    results.append({"learning_rate": learning_rate, f"dev_{metric}": best[metric], "test": test,
                     "best_step": best["global_step"], "seconds": time.time() - start})
     print(f"{dataset} {task_kind} lr {learning_rate}: dev {metric} {best[metric]:.4f} (step "
           f"{best['global_step']}/{train_step}), test {test:.4f}", flush=True)
-  return max(results, key=lambda result: result[f"dev_{get_task('tsv', TASK_FORMATS[task_kind]).primary_metric}"])
+  return max(results, key=lambda result: result[f"dev_{metric}"])
 
 def main(argv):
   del argv
@@ -235,7 +236,7 @@ def main(argv):
   print("|---|---|---|---|---|---|---|---|---|")
   for dataset, task_kind, reference, tuned in rows:
     print(f"| {dataset} | {task_kind} | {metric[task_kind]} | {reference['constant']:.4f} | "
-          f"{reference['bag_of_words']:.4f} | {tuned['test']:.4f} | {tuned['learning_rate']:g} | "
+          f"{reference['bag_of_words']:.4f} | {tuned['test']:.4f} | {tuned['learning_rate']} | "
           f"{tuned['best_step']} | {tuned['seconds']:.0f} |")
 
 
