@@ -10,9 +10,9 @@ Batches use the Model Garden / TF-Hub input names and int32 tensors of static sh
 The training stream is position-addressable: a pure function of the files, their record counts, the seed and
 the input pipeline, which can start at any example while reading at most the start of one file. Training
 resumes exactly from that position, since the iterator of a distributed dataset cannot be checkpointed and
-`skip` would re-read everything already consumed. Every epoch reads the files in a new seeded order and
-shuffles each chunk of `shuffle_chunk_size` consecutive records; Google's `run_pretraining.py` only shuffles
-100 records of files its data tool already shuffled, so this mixes at least as well.
+`skip` would re-read everything already consumed. Every epoch reads the files, one at a time, in a new
+seeded order and shuffles each chunk of `shuffle_chunk_size` consecutive records. That mixes only locally:
+Google's data tool shuffles globally, ours streams (see "Known limitation: data order" in BUILD_NOTES.md).
 """
 
 import concurrent.futures
