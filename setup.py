@@ -24,7 +24,9 @@ setuptools.setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest", "transformers", "torch==2.13.0", "safetensors"],
+        # scikit-learn and SciPy: the metrics are checked against them. pytest-xdist: the suite runs on 2 cores.
+        "test": ["pytest", "pytest-xdist", "transformers", "torch==2.13.0", "safetensors", "scikit-learn",
+                 "scipy"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -11,8 +11,9 @@ One driver, `FineTuning`, runs both fine-tuning jobs; what differs lives in an o
 A run reads and checks every split it needs before building anything, so bad data fails before training.
 Training resumes from the last checkpoint of `output_dir` (model, optimizer, step, input position); every
 checkpoint is evaluated on the dev split when `do_eval`, `eval_results.txt` holds every metric and
-`model.ckpt-best` the best weights by the objective's metric. Prediction and export use those best
-weights (the last ones without evaluation).
+`model.ckpt-best` the best weights by the objective's metric (a checkpoint written just before a crash is
+scored on resume). Prediction, export and an evaluation without training use those best weights (the last
+ones when nothing was evaluated).
 """
 
 import dataclasses
@@ -320,6 +321,7 @@ class FineTuning:
         self.checkpoint, training.checkpoint_dir(strategy, o.output_dir), max_to_keep=o.keep_checkpoint_max,
         checkpoint_name=training.CHECKPOINT_NAME)
     self.last_eval = None
+    self.weights_step = None  # the step of the weights the model holds, when they are model.ckpt-best's
     self._predict_step = tf.function(self._gathered_outputs)
     self._restore_or_initialize()
 
@@ -394,6 +396,9 @@ class FineTuning:
       training.write_config(o.output_dir, o.albert_config)
       with open(os.path.join(o.output_dir, RUN_INFO_FILE), "w", encoding="utf-8") as writer:
         json.dump(self.objective.run_info(), writer, indent=2)
+    if o.do_eval and self.restored_from and training.last_evaluated_step(o.output_dir) != int(self.step.numpy()):
+      # Stopped between writing this checkpoint and scoring it: score it now, so that model.ckpt-best misses none.
+      self.evaluate(keep_best=True)
     train_split = self.splits["train"]
     start_example = int(self.step.numpy()) * o.train_batch_size
 
@@ -452,7 +457,7 @@ class FineTuning:
     o = self.options
     split = self.splits["dev"]
     metrics = self.objective.evaluation_metrics(self._outputs(split, o.eval_batch_size), split.labels)
-    metrics["global_step"] = int(self.step.numpy())
+    metrics["global_step"] = int(self.step.numpy()) if self.weights_step is None else self.weights_step
     metrics["eval_examples"] = split.num_examples
     if self.is_chief:
       names = sorted(name for name, value in metrics.items() if isinstance(value, float))
@@ -468,6 +473,7 @@ class FineTuning:
     best = os.path.join(self.options.output_dir, training.BEST_CHECKPOINT)
     if tf.io.gfile.exists(best + ".index"):
       checkpoint_lib.restore_checkpoint(self.model, best)
+      self.weights_step = training.read_best_info(self.options.output_dir)["global_step"]
       return best
     return self.manager.latest_checkpoint or self.restored_from or self.options.init_checkpoint
 
@@ -497,12 +503,14 @@ def run(options: FineTuningOptions, objective, strategy: tf.distribute.Strategy)
   results = {}
   if options.do_train:
     results["train"] = run_state.train()
-  if options.do_eval:
-    # Training evaluates every checkpoint; otherwise (no training, or a finished run) the restored model.
-    results["eval"] = run_state.last_eval if run_state.last_eval is not None else run_state.evaluate()
-  if options.do_predict or options.export_dir:
+  if options.do_eval and run_state.last_eval is not None:
+    results["eval"] = run_state.last_eval  # training scored every checkpoint it wrote
+  if (options.do_eval and "eval" not in results) or options.do_predict or options.export_dir:
+    # The weights that score, predict and export: the best by the dev metric (without one, the last ones).
     weights = run_state.use_best_weights()
     results["weights"] = weights
+    if options.do_eval and "eval" not in results:
+      results["eval"] = run_state.evaluate()
     if options.do_predict:
       results["predict"] = run_state.predict()
       print(f"Predictions of {weights} on the test split: {os.path.join(results['predict'], SUBMIT_RESULTS)}",

@@ -213,6 +213,11 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     staging_dir = os.path.join(export_dir, f".{version}.incomplete")
     if tf.io.gfile.exists(staging_dir):
       tf.io.gfile.rmtree(staging_dir)
-    tf.saved_model.save(module, staging_dir, signatures=module.signatures())
+    try:
+      tf.saved_model.save(module, staging_dir, signatures=module.signatures())
+    except BaseException:  # Ctrl-C too: leave nothing half-written behind
+      if tf.io.gfile.exists(staging_dir):
+        tf.io.gfile.rmtree(staging_dir)
+      raise
   tf.io.gfile.rename(staging_dir, version_dir)
   return version_dir

@@ -258,19 +258,39 @@ def write_eval_results(output_dir: str, metrics: Dict[str, float], summary_names
         flush=True)
 
 
+def last_evaluated_step(output_dir: str) -> Optional[int]:
+  """The `global_step` of `eval_results.txt`: the last checkpoint scored (None before any evaluation)."""
+  path = os.path.join(output_dir, EVAL_RESULTS)
+  if not os.path.exists(path):
+    return None
+  with open(path, encoding="utf-8") as reader:
+    for line in reader:
+      name, _, value = line.partition(" = ")
+      if name == "global_step":
+        return int(value)
+  return None
+
+
+def read_best_info(output_dir: str) -> Optional[Dict[str, float]]:
+  """`best_checkpoint.json`: the step and metric of `model.ckpt-best` (None before one is kept)."""
+  info_file = os.path.join(output_dir, BEST_CHECKPOINT_INFO)
+  if not os.path.exists(info_file):
+    return None
+  with open(info_file, encoding="utf-8") as reader:
+    return json.load(reader)
+
+
 def keep_if_best(output_dir: str, model, metrics: Dict[str, float], metric: str, higher_is_better: bool = True) -> bool:
   """Writes the model to `model.ckpt-best` when `metrics[metric]` beats the best so far; returns whether it did.
 
   Model weights only, as Google's `model.ckpt-best`: what export and fine-tuning read. The best so far
-  is in `best_checkpoint.json` (its step and metric).
+  is in `best_checkpoint.json` (its step and metric); a tie keeps the earlier checkpoint.
   """
-  info_file = os.path.join(output_dir, BEST_CHECKPOINT_INFO)
-  if os.path.exists(info_file):
-    with open(info_file, encoding="utf-8") as reader:
-      best = json.load(reader)[metric]
-    if (metrics[metric] <= best) if higher_is_better else (metrics[metric] >= best):
+  best = read_best_info(output_dir)
+  if best is not None:
+    if (metrics[metric] <= best[metric]) if higher_is_better else (metrics[metric] >= best[metric]):
       return False
   tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}).write(os.path.join(output_dir, BEST_CHECKPOINT))
-  with open(info_file, "w", encoding="utf-8") as writer:
+  with open(os.path.join(output_dir, BEST_CHECKPOINT_INFO), "w", encoding="utf-8") as writer:
     json.dump({"global_step": metrics["global_step"], metric: metrics[metric]}, writer)
   return True

@@ -1,7 +1,10 @@
 """Shared fixtures: tiny configs, deterministic random weights, and the shared corpora."""
 
 import os
+import signal
 import socket
+import subprocess
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -56,6 +59,18 @@ def free_ports(count):
   for sock in sockets:
     sock.close()
   return ports
+
+
+def kill_once_a_checkpoint_is_written(command, run_dir, last_checkpoint):
+  """Starts `command`, sends SIGKILL as soon as its first checkpoint is complete (the `checkpoint` state file
+  is written last), and checks that the run had not reached `last_checkpoint` by then."""
+  process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + 300
+  while not (run_dir / "checkpoint").exists() and process.poll() is None and time.time() < deadline:
+    time.sleep(0.01)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not (run_dir / f"{last_checkpoint}.index").exists(), "the run finished before it could be killed"
 
 
 def requires_shared(path):
@@ -131,3 +146,19 @@ def glue_dir(tmp_path):
   for name, lines in GLUE_FILES.items():
     write(tmp_path / "glue_data" / name, lines)
   return tmp_path / "glue_data"
+
+
+def _skipped(session):
+  reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+  return [] if reporter is None else reporter.stats.get("skipped", [])
+
+
+def pytest_sessionfinish(session, exitstatus):
+  """Prints the skip count; on CI (CI=true) a skipped test fails the run: every test must run there."""
+  if hasattr(session.config, "workerinput"):  # an xdist worker: the controller counts for all
+    return
+  skipped = _skipped(session)
+  print(f"\nskipped tests: {len(skipped)}")
+  if skipped and os.environ.get("CI", "").lower() in ("1", "true") and exitstatus == 0:
+    print("CI=true: skipped tests fail the run (the test extra and ../shared provide what every test needs).")
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

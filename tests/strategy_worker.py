@@ -1,11 +1,13 @@
 """Runs one training job in its own process, for tests that need a fresh TensorFlow runtime.
 
   python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [--logical_cpus=N] [--strategy_type=...]
+      [--input_pipelines=N]
 
 JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
 fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. The final
 trainable weights, the last loss and, for the classifier, the dev metrics and test outputs are saved to
-RESULT_NPZ.
+RESULT_NPZ. `--input_pipelines=N` (pretraining on one device) feeds each step the global batch that N
+input pipelines (hosts) would deliver together: the one-device twin of an N-worker run.
 """
 
 import json
@@ -14,7 +16,23 @@ import sys
 import tensorflow as tf
 
 
-def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_device"):
+def global_batches_of_pipelines(run, num_pipelines):
+  """The training input of `run`, one step = the per-host batches of `num_pipelines` hosts, concatenated."""
+  from albert_tf import input_pipeline
+  o = run.options
+  counts = input_pipeline.count_records(run.train_files)
+  per_pipeline = tuple(
+      input_pipeline.pretraining_dataset(
+          run.train_files, o.max_seq_length, o.max_predictions_per_seq, o.train_batch_size // num_pipelines,
+          input_context=tf.distribute.InputContext(num_pipelines, index, num_pipelines), seed=o.random_seed,
+          record_counts=counts)
+      for index in range(num_pipelines))
+  batches = tf.data.Dataset.zip(per_pipeline).map(
+      lambda *parts: tf.nest.map_structure(lambda *tensors: tf.concat(tensors, 0), *parts))
+  return run.strategy.experimental_distribute_dataset(batches)
+
+
+def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_device", input_pipelines=1):
   if logical_cpus > 1:
     # Two CPU devices let MirroredStrategy run two replicas on a machine without GPUs.
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -29,6 +47,8 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
   results = {"replicas": strategy.num_replicas_in_sync}
   if job == "pretraining":
     run = pretraining.Pretraining(pretraining.PretrainingOptions(**values), strategy)
+    if input_pipelines > 1:
+      run._train_dataset = lambda: global_batches_of_pipelines(run, input_pipelines)
     results["loss"] = run.train()["loss"]
   else:
     objective = finetuning.ClassifierObjective(tasks.get_task(values.pop("task_name")))
@@ -42,4 +62,4 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
 if __name__ == "__main__":
   flags = dict(arg[2:].split("=", 1) for arg in sys.argv[4:])
   main(sys.argv[1], sys.argv[2], sys.argv[3], int(flags.get("logical_cpus", 1)),
-       flags.get("strategy_type", "one_device"))
+       flags.get("strategy_type", "one_device"), int(flags.get("input_pipelines", 1)))

@@ -296,8 +296,8 @@ def test_pytorch_weights_without_pytorch_installed_are_a_clear_error(tmp_path, m
 
 def hf_model(architecture, hidden_act="gelu_new", embedding_size=16, seed=0):
   """A random tiny transformers ALBERT, every weight drawn wide enough for parity to see it."""
-  transformers = pytest.importorskip("transformers")
-  torch = pytest.importorskip("torch")
+  import transformers
+  import torch
   torch.manual_seed(seed)
   config = transformers.AlbertConfig(
       vocab_size=120, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=37,
@@ -310,7 +310,7 @@ def hf_model(architecture, hidden_act="gelu_new", embedding_size=16, seed=0):
 
 
 def hf_outputs(model, batch):
-  torch = pytest.importorskip("torch")
+  import torch
   names = {"input_ids": "input_word_ids", "attention_mask": "input_mask", "token_type_ids": "input_type_ids"}
   inputs = {name: torch.tensor(batch[key].numpy(), dtype=torch.long) for name, key in names.items()}
   positions = batch["masked_lm_positions"].numpy()[:, :, None]
@@ -337,7 +337,7 @@ HF_CASES = {
 
 
 def save_hf(model, folder, weights_format):
-  torch = pytest.importorskip("torch")
+  import torch
   if model.config.embedding_size == model.config.hidden_size:  # as albert-tf and Google: no projection
     with torch.no_grad():
       model.encoder.embedding_hidden_mapping_in.weight.copy_(torch.eye(model.config.hidden_size))
@@ -371,12 +371,13 @@ def test_hugging_face_folder_computes_what_transformers_computes(tmp_path, case)
 
 
 def test_hugging_face_problems_are_all_reported(tmp_path):
-  torch = pytest.importorskip("torch")
+  import torch
+  import transformers
   model = hf_model("AlbertModel", embedding_size=32)
   model.save_pretrained(str(tmp_path))  # E == H with a trained (random) projection
   with pytest.raises(CheckpointMismatchError, match="embedding_hidden_mapping_in: with embedding_size == "):
     conversion.convert_hf_folder(str(tmp_path))
-  classifier = pytest.importorskip("transformers").AlbertForSequenceClassification(model.config)
+  classifier = transformers.AlbertForSequenceClassification(model.config)
   with torch.no_grad():
     classifier.albert.encoder.embedding_hidden_mapping_in.weight.copy_(torch.eye(32))
     classifier.albert.encoder.embedding_hidden_mapping_in.bias.zero_()
@@ -388,8 +389,8 @@ def test_hugging_face_problems_are_all_reported(tmp_path):
 
 
 def test_safetensors_reader_widens_half_precision_and_keeps_integers(tmp_path):
-  torch = pytest.importorskip("torch")
-  safetensors_torch = pytest.importorskip("safetensors.torch")
+  import torch
+  from safetensors import torch as safetensors_torch
   values = torch.tensor([[1.5, -2.25, 3.0e-3], [65504.0, -0.0, 7.0]])
   tensors = {"bf16": values.to(torch.bfloat16), "f16": values.to(torch.float16), "f32": values,
              "i64": torch.arange(6, dtype=torch.int64).reshape(2, 3)}
@@ -429,7 +430,7 @@ def test_ours_to_hugging_face_to_ours_keeps_every_weight(tmp_path, case):
 
 
 def test_masked_lm_only_pretrainer_exports_as_albert_for_masked_lm(tmp_path):
-  transformers = pytest.importorskip("transformers")
+  import transformers
   model = albert_tf.AlbertPretrainer(tiny_config(), with_sentence_order_head=False)
   assert set(model(model.dummy_inputs())) == {"mlm_logits"} and model.sentence_order_head is None
   assert albert_tf.AlbertPretrainer.from_config(model.get_config()).sentence_order_head is None
@@ -533,3 +534,22 @@ def test_init_with_a_mismatch_inside_the_parts_present_restores_nothing(tmp_path
     restore_available_parts(target, str(tmp_path))
   for value, variable in zip(before, target.variables):
     np.testing.assert_array_equal(value, variable.numpy())
+
+
+def test_tool_converts_a_hugging_face_folder(tmp_path):
+  model = hf_model("AlbertForPreTraining")
+  model.save_pretrained(str(tmp_path / "hf"))
+  out = tmp_path / "out"
+  flags = ["--source_format=hf", f"--source={tmp_path / 'hf'}", f"--output_dir={out}"]
+  result = run_tool(*flags)
+  assert result.returncode == 0, result.stderr
+  assert "encoder, masked-LM head, sentence-order head" in result.stdout
+  assert sorted(os.listdir(out)) == ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
+                                     "model.ckpt.index"]
+  config = albert_tf.AlbertConfig.from_json_file(str(out / "albert_config.json"))
+  assert (config.num_hidden_groups, config.embedding_size, config.vocab_size) == (2, 16, 120)
+  converted, _ = build_model_for_checkpoint(config, str(out))
+  batch = padded_batch(config.vocab_size)
+  assert_close("hf tool", our_outputs(converted, batch), hf_outputs(model, batch))
+  again = run_tool(*flags)
+  assert again.returncode == 2 and "already holds model.ckpt" in again.stderr and "Traceback" not in again.stderr

@@ -18,7 +18,8 @@ from albert_tf.classifier import AlbertClassifier
 from albert_tf.graph_tokenization import GraphTokenizer
 from albert_tf.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.tasks import TaskError, TsvFormat, get_task
-from conftest import GLUE_FILES, REPO, SHARED, SP8K_MODEL, free_ports, requires_shared, write
+from conftest import (GLUE_FILES, REPO, SHARED, SP8K_MODEL, free_ports, kill_once_a_checkpoint_is_written,
+                      requires_shared, write)
 
 pytestmark = requires_shared(SP8K_MODEL)
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -224,16 +225,78 @@ def pretrained(tmp_path_factory):
   return model, str(path)
 
 
-def test_init_checkpoint_starts_the_encoder_and_eval_only_reruns_score_the_best(glue_dir, tmp_path, pretrained):
+def test_init_checkpoint_starts_the_encoder(glue_dir, tmp_path, pretrained):
   model, path = pretrained
   run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", init_checkpoint=path),
                               finetuning.ClassifierObjective(get_task("mrpc")), ONE_DEVICE)
   for ours, theirs in zip(run.model.encoder.variables, model.encoder.variables):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-  run.train()
-  evaluation = finetuning.run(options(glue_dir, tmp_path / "run", do_train=False, do_predict=False),
-                              finetuning.ClassifierObjective(get_task("mrpc")), ONE_DEVICE)["eval"]
-  assert evaluation["global_step"] == 4 and "f1" in evaluation
+  assert run.restored_from is None
+
+
+class ScriptedAccuracy(finetuning.ClassifierObjective):
+  """The real evaluation, with the accuracy of each one taken from `script`: the best step is then known."""
+
+  def __init__(self, task, script):
+    super().__init__(task)
+    self.script = list(script)
+
+  def evaluation_metrics(self, outputs, labels):
+    return dict(super().evaluation_metrics(outputs, labels), accuracy=self.script.pop(0))
+
+
+def restored_classifier(task, prefix):
+  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), task.label_list)
+  checkpoint_lib.restore_checkpoint(model, prefix)
+  return model
+
+
+def split_inputs(glue_dir, task, split):
+  examples = task.read_examples(str(glue_dir), split)
+  return GraphTokenizer(SP8K_MODEL).encode_and_pack(
+      tf.constant([e.text_a for e in examples]), tf.constant([e.text_b for e in examples]), SEQ), examples
+
+
+def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, tmp_path):
+  """Dev accuracy 0.4, 0.9, 0.6 at steps 2, 4, 6: step 4's weights are model.ckpt-best, and prediction,
+  export and a later evaluation without training all use them, not the last ones."""
+  task = get_task("mnli")
+  run_options = options(glue_dir, tmp_path / "run", train_step=6, save_checkpoints_steps=2, keep_checkpoint_max=2,
+                        learning_rate=1e-2, export_dir=str(tmp_path / "export"))
+  results = finetuning.run(run_options, ScriptedAccuracy(task, [0.4, 0.9, 0.6]), ONE_DEVICE)
+  assert results["weights"].endswith(training.BEST_CHECKPOINT)
+  assert training.read_best_info(str(tmp_path / "run")) == {"global_step": 4, "accuracy": 0.9}
+  # keep_checkpoint_max=2: model.ckpt-2 is gone; model.ckpt-best keeps step 4's weights after ckpt-4 goes too.
+  assert sorted(p.name for p in (tmp_path / "run").glob("model.ckpt-*.index")) == [
+      "model.ckpt-4.index", "model.ckpt-6.index", "model.ckpt-best.index"]
+  best = restored_classifier(task, str(tmp_path / "run" / training.BEST_CHECKPOINT))
+  step4 = restored_classifier(task, str(tmp_path / "run" / "model.ckpt-4"))
+  step6 = restored_classifier(task, str(tmp_path / "run" / "model.ckpt-6"))
+  for ours, theirs in zip(best.variables, step4.variables):
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.name)
+
+  inputs, test_examples = split_inputs(glue_dir, task, "test")
+  expected = tf.nn.softmax(step4(inputs, training=False)["logits"]).numpy()
+  last = tf.nn.softmax(step6(inputs, training=False)["logits"]).numpy()
+  assert np.abs(expected - last).max() > 1e-3  # the two choices give different, detectable outputs
+  raw = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
+  np.testing.assert_allclose(raw, expected, atol=1e-5)
+  assert [row[1] for row in read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1:]] == [
+      task.label_list[i] for i in expected.argmax(-1)]
+  loaded = tf.saved_model.load(results["export"])
+  served = loaded.signatures["classify_text_pair"](text_a=tf.constant([e.text_a for e in test_examples]),
+                                                   text_b=tf.constant([e.text_b for e in test_examples]))
+  np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
+
+  # An evaluation without training scores the best weights, under their step.
+  rescored = finetuning.run(dataclasses.replace(run_options, do_train=False, do_predict=False, export_dir=None),
+                            finetuning.ClassifierObjective(task), ONE_DEVICE)["eval"]
+  dev_inputs, dev_examples = split_inputs(glue_dir, task, "dev")
+  dev_labels = [task.label_list.index(e.label) for e in dev_examples]
+  dev_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(dev_labels, step4(dev_inputs, training=False)["logits"])
+  assert rescored["global_step"] == 4
+  assert rescored["loss"] == pytest.approx(float(np.mean(dev_loss)), rel=1e-5)
+  assert "global_step = 4" in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
 
 
 def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_path):
@@ -255,7 +318,9 @@ def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_pat
   ids = loaded.signatures["serving_default"](**inputs)
   np.testing.assert_allclose(ids["probabilities"], expected, atol=1e-5)
   single = loaded.classify_text(tf.constant(text_a))
-  assert single["probabilities"].shape == (2, 2)
+  single_inputs = GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(text_a), None, SEQ)
+  np.testing.assert_allclose(single["probabilities"],
+                             tf.nn.softmax(model(single_inputs, training=False)["logits"]), atol=1e-5)
   assert {"encode_text", "encode_text_pair"} <= set(loaded.signatures)
   # The sentence embedding: the mean over real tokens, unit length, as the sentence encoder computes it.
   embedding = loaded.signatures["sentence_embedding"](text=tf.constant(text_a))["embedding"].numpy()
@@ -269,17 +334,22 @@ def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_pat
   np.testing.assert_allclose(encoder(inputs)["embedding"], embedding, atol=1e-5)
 
 
-def test_regression_serving_gives_the_score(glue_dir, tmp_path):
-  run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False),
-                              finetuning.ClassifierObjective(get_task("sts-b")), ONE_DEVICE)
-  run.train()
+def test_exported_regression_gives_the_score(glue_dir, tmp_path):
+  results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False,
+                                   export_dir=str(tmp_path / "export")),
+                           finetuning.ClassifierObjective(get_task("sts-b")), ONE_DEVICE)
+  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), None)
+  checkpoint_lib.restore_checkpoint(model, results["weights"])
+  loaded = tf.saved_model.load(results["export"])
   tokenizer = GraphTokenizer(SP8K_MODEL)
-  module = serving.AlbertClassifierServingModule(run.model, tokenizer, SEQ)
-  texts = ["A man plays a flute.", "A jet flies over the hills and far away, high in the sky."]
-  scores = module.classify_text(tf.constant(texts))
-  assert set(scores) == {"predictions"}
-  inputs = tokenizer.encode_and_pack(tf.constant(texts), None, SEQ)
-  np.testing.assert_allclose(scores["predictions"], run.model(inputs)["logits"][:, 0], atol=1e-5)
+  texts_a = ["A man plays a flute.", "A jet flies over the hills and far away, high in the sky."]
+  texts_b = ["A man plays.", "A plane."]
+  single = loaded.signatures["classify_text"](text_a=tf.constant(texts_a))
+  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+  assert set(single) == set(pair) == {"predictions"}
+  for outputs, texts_b_or_none in ((single, None), (pair, tf.constant(texts_b))):
+    inputs = tokenizer.encode_and_pack(tf.constant(texts_a), texts_b_or_none, SEQ)
+    np.testing.assert_allclose(outputs["predictions"], model(inputs, training=False)["logits"][:, 0], atol=1e-5)
 
 
 def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained):
@@ -320,7 +390,10 @@ def test_tsv_labels_are_kept_for_later_runs(tmp_path):
   finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False, do_eval=False),
                  finetuning.ClassifierObjective(task), ONE_DEVICE)
   assert task.label_list == ("a", "b", "c")
-  assert read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1][1] in ("a", "b", "c")
+  model = restored_classifier(task, str(tmp_path / "run"))
+  logits = model(GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(["fine"]), None, SEQ))["logits"]
+  guid = task.read_examples(str(tmp_path / "data"), "test")[0].guid
+  assert read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1] == [guid, task.label_list[int(np.argmax(logits))]]
   other = get_task("tsv", dataclasses.replace(tsv_format, label_list=("c", "b", "a")))
   with pytest.raises(TaskError, match="was trained with labels \\['a', 'b', 'c'\\]"):
     finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False), finetuning.ClassifierObjective(
@@ -423,3 +496,42 @@ def test_benchmark_prepares_splits_and_refuses_a_malformed_ratings_file(tmp_path
   assert (tmp_path / "out" / "data" / "a" / "test.tsv").read_text(encoding="utf-8") == "10\t1.5\tgood\n"
   assert (tmp_path / "out" / "data" / "a" / "dev.tsv").read_text(encoding="utf-8") == "11\t-2.0\tbad\n"
   assert (tmp_path / "out" / "data" / "pretraining_text.txt").read_text(encoding="utf-8") == "fine\n"  # train only
+
+
+def checkpoint_weights(prefix):
+  """Every variable of the model in a checkpoint, by key (no model class needed)."""
+  reader = tf.train.load_checkpoint(str(prefix))
+  return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
+          if key.startswith("model/") and "OPTIMIZER_SLOT" not in key}
+
+
+@pytest.mark.parametrize("tool,task_flags", [
+    ("run_classifier.py", ["--task_name=mrpc", "--dropout_prob=0"]),  # dropout draws differ after a restart
+    ("train_sentence_encoder.py", ["--task_name=sts-b", "--score_range=0,5"]),
+])
+def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path, tool, task_flags):
+  # Wide enough that a step takes milliseconds, so the kill lands mid-run.
+  albert_tf.AlbertConfig(**dict(CONFIG, hidden_size=128, intermediate_size=512, num_attention_heads=4)).to_json_file(
+      str(tmp_path / "config.json"))
+
+  def command(output_dir):
+    return [sys.executable, os.path.join(REPO, "tools", tool), *task_flags, f"--data_dir={glue_dir}",
+            f"--output_dir={output_dir}", f"--albert_config_file={tmp_path / 'config.json'}",
+            f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={SEQ}", "--do_train", "--do_eval",
+            "--train_batch_size=2", "--eval_batch_size=2", "--train_step=40", "--save_checkpoints_steps=5",
+            "--iterations_per_loop=1", "--keep_checkpoint_max=20", "--learning_rate=1e-3"]
+
+  straight = subprocess.run(command(tmp_path / "straight"), capture_output=True, text=True, timeout=600)
+  assert straight.returncode == 0, straight.stderr[-3000:]
+  killed_dir = tmp_path / "killed"
+  kill_once_a_checkpoint_is_written(command(killed_dir), killed_dir, "model.ckpt-40")
+  resumed = subprocess.run(command(killed_dir), capture_output=True, text=True, timeout=600)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert re.search(r"Resuming from .*model\.ckpt-\d+ at step \d+", resumed.stderr)
+  expected, actual = checkpoint_weights(tmp_path / "straight" / "model.ckpt-40"), checkpoint_weights(
+      killed_dir / "model.ckpt-40")
+  assert expected.keys() == actual.keys() and expected
+  for key, value in expected.items():
+    np.testing.assert_allclose(actual[key], value, atol=1e-6, rtol=0, err_msg=key)
+  # Every checkpoint was scored, the one written just before the kill too, so the same one is best.
+  assert training.read_best_info(str(killed_dir)) == training.read_best_info(str(tmp_path / "straight"))

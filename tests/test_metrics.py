@@ -1,7 +1,9 @@
-"""Metrics: hand-computed values, agreement with scikit-learn and SciPy where installed, task metric sets."""
+"""Metrics: hand-computed values, agreement with scikit-learn and SciPy (the `test` extra), task metric sets."""
 
 import numpy as np
 import pytest
+from scipy import stats
+from sklearn import metrics as sklearn_metrics
 
 from albert_tf import metrics
 from albert_tf.tasks import TsvFormat, get_task
@@ -46,7 +48,6 @@ def test_bad_inputs():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_agrees_with_sklearn(seed):
-  sklearn_metrics = pytest.importorskip("sklearn.metrics")
   rng = np.random.default_rng(seed)
   labels, predictions = rng.integers(0, 2, 200), rng.integers(0, 2, 200)
   predictions[:120] = labels[:120]
@@ -61,7 +62,6 @@ def test_agrees_with_sklearn(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_agrees_with_scipy(seed):
-  stats = pytest.importorskip("scipy.stats")
   rng = np.random.default_rng(seed)
   labels = rng.integers(0, 26, 300) / 5.0  # STS-B-like scores with many ties
   predictions = labels + rng.normal(0, 1.5, 300)

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
+import torch
+import transformers
 
 import albert_tf
 from albert_tf import layers
@@ -16,8 +18,6 @@ V2_PARAMETER_COUNTS = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724
 
 @pytest.mark.parametrize("name", sorted(V2_PARAMETER_COUNTS))
 def test_v2_parameter_counts_equal_hugging_face(name):
-  transformers = pytest.importorskip("transformers")
-  torch = pytest.importorskip("torch")
   path = os.path.join(REPO, "configs", f"albert_{name}.json")
   encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_json_file(path))
   encoder(encoder.dummy_inputs())

@@ -1,5 +1,6 @@
 """SavedModel export: the in-graph tokenizer against the Python one, and every signature against Keras."""
 
+import json
 import os
 import re
 import subprocess
@@ -251,3 +252,109 @@ def test_export_refuses_a_vocabulary_that_is_not_the_models(tmp_path):
   with pytest.raises(ValueError, match="has 8000 pieces but the model's vocab_size is 120"):
     serving.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, 16)
   assert not (tmp_path / "export").exists()
+
+
+def test_encode_text_pair_with_an_empty_text_b_is_one_segment(exported):
+  _, path = exported
+  loaded = tf.saved_model.load(path)
+  texts_a = ["첫 문장입니다.", "The first sentence.", "세 번째"]
+  pair = loaded.signatures["encode_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(["", "second", ""]))
+  single = loaded.signatures["encode_text"](text_a=tf.constant(texts_a))
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  for row in (0, 2):
+    for name in ("input_word_ids", "input_mask", "input_type_ids", "pooled_output"):
+      np.testing.assert_array_equal(pair[name][row], single[name][row], err_msg=name)
+    assert pair["input_type_ids"][row].numpy().sum() == 0
+  ids, _, types = python_pack(tokenizer, texts_a[1], "second", MAX_SEQ_LENGTH)
+  assert pair["input_word_ids"][1].numpy().tolist() == ids and pair["input_type_ids"][1].numpy().tolist() == types
+  assert sum(types) > 0
+
+
+def test_fill_mask_counts_only_the_masks_that_fit_in_max_seq_length(exported):
+  model, path = exported
+  loaded = tf.saved_model.load(path)
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  long_text = "[MASK] " + " ".join(["word"] * MAX_SEQ_LENGTH) + " [MASK] [MASK]"
+  outputs = loaded.signatures["fill_mask"](text=tf.constant([long_text, "The [MASK] ."]))
+  assert outputs["num_masks"].numpy().tolist() == [1, 1]  # the two masks past the cut are gone
+  assert outputs["mask_positions"].numpy()[0].tolist() == [1] and outputs["mask_positions"].shape == (2, 1)
+  ids, mask, types = python_pack(tokenizer, long_text, None, MAX_SEQ_LENGTH)
+  assert ids.count(tokenizer.mask_id) == 1 and ids[1] == tokenizer.mask_id
+  logits = model({"input_word_ids": tf.constant([ids]), "input_mask": tf.constant([mask]),
+                  "input_type_ids": tf.constant([types]), "masked_lm_positions": tf.constant([[1]])})["mlm_logits"]
+  np.testing.assert_array_equal(outputs["top_k_ids"][0, 0], np.argsort(-logits[0, 0].numpy())[:4])
+
+
+@requires_shared(SP8K_MODEL)
+def test_a_version_directory_appears_only_once_complete(tmp_path, monkeypatch):
+  model = albert_tf.AlbertEncoder(tiny_config(vocab_size=8000))
+  model(model.dummy_inputs())
+  export_dir = tmp_path / "albert"
+  save = tf.saved_model.save
+  seen_while_saving = []
+
+  def save_then_fail(module, path, signatures):
+    save(module, path, signatures=signatures)
+    seen_while_saving.append(sorted(os.listdir(export_dir)))
+    raise KeyboardInterrupt("stopped while exporting")
+
+  monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
+  with pytest.raises(KeyboardInterrupt):
+    serving.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
+  assert seen_while_saving == [[".1.incomplete"]]  # written aside, under a name TF Serving ignores
+  assert os.listdir(export_dir) == []  # and removed on failure
+  monkeypatch.setattr(tf.saved_model, "save", save)
+  path = serving.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
+  assert os.listdir(export_dir) == ["1"] and path == str(export_dir / "1")
+  assert "serving_default" in tf.saved_model.load(path).signatures
+
+
+def classifier_run_directory(tmp_path, labels):
+  """A fine-tuned classifier as run_classifier leaves it: checkpoints, task.json and albert_config.json."""
+  config = tiny_config(vocab_size=8000)
+  model = albert_tf.AlbertClassifier(config, labels)
+  model(model.dummy_inputs())
+  randomize(model, scale=0.2)
+  model.classifier_head.output_bias.assign([3.0, 0.0, -3.0])  # class 0 wins: any other label order shows
+  save_checkpoint(model, str(tmp_path / "run" / "model.ckpt-4"))
+  (tmp_path / "run" / "task.json").write_text(json.dumps({"task": "tsv", "label_list": list(labels)}))
+  config.to_json_file(str(tmp_path / "run" / "albert_config.json"))
+  return model
+
+
+@requires_shared(SP8K_MODEL)
+def test_export_tool_on_a_pretrainer_and_on_a_classifier_directory(tmp_path):
+  config = tiny_config(vocab_size=8000)
+  config.to_json_file(str(tmp_path / "albert_config.json"))
+  pretrainer = albert_tf.AlbertPretrainer(config)
+  pretrainer(pretrainer.dummy_inputs())
+  randomize(pretrainer, scale=0.1)
+  save_checkpoint(pretrainer, str(tmp_path / "pretrained" / "model.ckpt-9"))
+  result = run_export_tool(f"--albert_config_file={tmp_path / 'albert_config.json'}",
+                           f"--checkpoint={tmp_path / 'pretrained'}", f"--spm_model_file={SP8K_MODEL}",
+                           f"--export_dir={tmp_path / 'lm'}", "--max_seq_length=16", "--fill_mask_top_k=3")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "fill_mask" in result.stdout
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  text = "서울은 [MASK]의 수도이다."
+  filled = tf.saved_model.load(str(tmp_path / "lm" / "1")).signatures["fill_mask"](text=tf.constant([text]))
+  ids, mask, types = python_pack(tokenizer, text, None, 16)
+  position = ids.index(tokenizer.mask_id)
+  logits = pretrainer({"input_word_ids": tf.constant([ids]), "input_mask": tf.constant([mask]),
+                       "input_type_ids": tf.constant([types]), "masked_lm_positions": tf.constant([[position]])})
+  assert filled["top_k_ids"].shape == (1, 1, 3)
+  np.testing.assert_array_equal(filled["top_k_ids"][0, 0], np.argsort(-logits["mlm_logits"][0, 0].numpy())[:3])
+
+  labels = ("positive", "negative", "neutral")  # not sorted: the head's order is task.json's
+  classifier = classifier_run_directory(tmp_path, labels)
+  result = run_export_tool(f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
+                           f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",
+                           f"--export_dir={tmp_path / 'classifier'}", "--max_seq_length=16")
+  assert result.returncode == 0, result.stderr[-3000:]
+  loaded = tf.saved_model.load(str(tmp_path / "classifier" / "1"))
+  texts = ["좋은 영화", "a dull film", "그저 그런 편"]
+  served = loaded.signatures["classify_text"](text_a=tf.constant(texts))
+  inputs = GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(texts), None, 16)
+  probabilities = tf.nn.softmax(classifier(inputs, training=False)["logits"]).numpy()
+  np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
+  assert [label.decode() for label in served["labels"].numpy()] == ["positive"] * 3

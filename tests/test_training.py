@@ -1,0 +1,125 @@
+"""The shared training machinery on its own: best-checkpoint choice, clipping, loss scaling, loop stops."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import checkpoint as checkpoint_lib
+from albert_tf import training
+from conftest import tiny_config
+
+
+class Weights(tf.Module):
+  """A stand-in model: one variable whose value says which step it came from."""
+
+  def __init__(self):
+    super().__init__()
+    self.kernel = tf.Variable(tf.zeros([3]))
+
+
+def best_value(output_dir):
+  model = Weights()
+  tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}).read(
+      str(output_dir / training.BEST_CHECKPOINT)).assert_consumed()
+  return model.kernel.numpy()
+
+
+@pytest.mark.parametrize("higher_is_better,scores,best_step", [
+    (True, [0.5, 0.7, 0.6, 0.7, 0.2], 2),   # a tie does not replace the first best
+    (False, [0.5, 0.7, 0.3, 0.3, 0.9], 3),  # e.g. a loss
+])
+def test_keep_if_best_keeps_the_first_best_in_its_direction(tmp_path, higher_is_better, scores, best_step):
+  model = Weights()
+  kept = []
+  for step, score in enumerate(scores, 1):
+    model.kernel.assign(tf.fill([3], float(step)))
+    kept.append(training.keep_if_best(str(tmp_path), model, {"global_step": step, "score": score}, "score",
+                                      higher_is_better))
+  expected_kept = []
+  best = None
+  for score in scores:
+    better = best is None or (score > best if higher_is_better else score < best)
+    expected_kept.append(better)
+    best = score if better else best
+  assert kept == expected_kept
+  assert json.loads((tmp_path / training.BEST_CHECKPOINT_INFO).read_text()) == {
+      "global_step": best_step, "score": scores[best_step - 1]}
+  np.testing.assert_array_equal(best_value(tmp_path), [best_step] * 3)
+
+
+STRATEGY = tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+def one_device_step(model, optimizer, loss_fn, loss_scaling=False):
+  """One `training.replica_train_step` of `loss_fn` (model and optimizer made in STRATEGY's scope)."""
+  step = training.replica_train_step(model, optimizer, lambda batch: (loss_fn(batch), tf.zeros([1])),
+                                     loss_scaling)
+  STRATEGY.run(tf.function(step), args=(tf.constant(1.0),))
+
+
+def test_gradients_are_clipped_to_global_norm_one():
+  """Two variables with gradients 30 and 40 (norm 50): plain SGD at rate 1 moves them by 0.6 and 0.8."""
+  with STRATEGY.scope():
+    model = tf.Module()
+    model.a, model.b = tf.Variable([0.0]), tf.Variable([0.0])
+    optimizer = tf_keras.optimizers.legacy.SGD(1.0)
+  one_device_step(model, optimizer, lambda _: 30.0 * model.a[0] + 40.0 * model.b[0])
+  np.testing.assert_allclose([model.a.numpy()[0], model.b.numpy()[0]], [-0.6, -0.8], rtol=1e-6)
+
+  # Below the norm nothing changes: gradients 0.3 and 0.4 are applied as they are.
+  model.a.assign([0.0])
+  model.b.assign([0.0])
+  one_device_step(model, optimizer, lambda _: 0.3 * model.a[0] + 0.4 * model.b[0])
+  np.testing.assert_allclose([model.a.numpy()[0], model.b.numpy()[0]], [-0.3, -0.4], rtol=1e-6)
+
+
+def test_float16_loss_scaling_keeps_gradients_that_float16_cannot_hold():
+  """A float32 loss 1e-8 · y of a float16 output y: its gradient 1e-8 underflows to 0 on its way back into
+  float16 (smallest value 6e-8) unless the loss is scaled first."""
+  tf_keras.mixed_precision.set_global_policy("mixed_float16")
+  try:
+    updates = {}
+    for loss_scaling in (True, False):
+      with STRATEGY.scope():
+        model = tf.Module()
+        model.layer = tf_keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")
+        model.layer.build([None, 1])
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(tf_keras.optimizers.legacy.SGD(1e6))
+      assert model.layer.compute_dtype == "float16"
+      one_device_step(model, optimizer, lambda _: 1e-8 * tf.cast(model.layer(tf.ones([1, 1]))[0, 0], tf.float32),
+                      loss_scaling)
+      updates[loss_scaling] = 1.0 - float(model.layer.kernel.numpy()[0, 0])
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
+  assert updates[True] == pytest.approx(1e6 * 1e-8, rel=1e-2)
+  assert updates[False] == 0.0  # what a float16 run without loss scaling does to every such gradient
+
+
+def test_loop_schedule_stops_for_logs_checkpoints_and_the_end():
+  schedule = training.LoopSchedule(num_train_steps=25, iterations_per_loop=10, save_checkpoints_steps=7,
+                                   log_steps=4)
+  stops, step = [], 0
+  while step < schedule.num_train_steps:
+    step += schedule.steps_to_next_stop(step)
+    stops.append(step)
+  assert stops == [4, 7, 8, 12, 14, 16, 20, 21, 24, 25]
+  assert [s for s in stops if schedule.is_checkpoint_step(s)] == [7, 14, 21, 25]
+  # Without log_steps, a line every iterations_per_loop steps.
+  default = training.LoopSchedule(num_train_steps=25, iterations_per_loop=10, save_checkpoints_steps=7)
+  stops, step = [], 0
+  while step < default.num_train_steps:
+    step += default.steps_to_next_stop(step)
+    stops.append(step)
+  assert stops == [7, 10, 14, 20, 21, 25]
+
+
+def test_run_directory_of_another_config_is_refused(tmp_path):
+  training.write_config(str(tmp_path), tiny_config())
+  training.check_run_directory(str(tmp_path), tiny_config())  # the same config resumes
+  with pytest.raises(training.TrainingError, match="hidden_size: 32 there vs 64 now"):
+    training.check_run_directory(str(tmp_path), tiny_config(hidden_size=64))
+  training.write_config(str(tmp_path), tiny_config(hidden_size=64))  # never rewritten
+  training.check_run_directory(str(tmp_path), tiny_config())
