@@ -78,3 +78,49 @@ def test_missing_checkpoint_and_foreign_checkpoints(tmp_path):
       tf1_prefix = tf.compat.v1.train.Saver().save(session, str(tmp_path / "tf1" / "model.ckpt"))
   with pytest.raises(CheckpointMismatchError, match="name-based \\(TF1\\) checkpoint"):
     restore_checkpoint(model, tf1_prefix)
+
+
+def test_a_directory_without_a_state_file_means_its_highest_numbered_checkpoint(tmp_path):
+  model = albert_tf.AlbertEncoder(tiny_config())
+  model(model.dummy_inputs())
+  for step in (2, 10, 9):  # 10 sorts before 2 and 9 as text
+    model.pooler.bias.assign(tf.fill(model.pooler.bias.shape, float(step)))
+    tf.train.Checkpoint(model=model).write(str(tmp_path / f"model.ckpt-{step}"))
+  assert not (tmp_path / "checkpoint").exists()
+  restored = albert_tf.AlbertEncoder(tiny_config())
+  assert restore_checkpoint(restored, str(tmp_path)) == str(tmp_path / "model.ckpt-10")
+  np.testing.assert_array_equal(restored.pooler.bias.numpy(), 10.0)
+  # save_checkpoint marks what it writes as the directory's latest, whatever the numbers.
+  model.pooler.bias.assign(tf.fill(model.pooler.bias.shape, 3.0))
+  assert save_checkpoint(model, str(tmp_path / "model.ckpt-3")) == str(tmp_path / "model.ckpt-3")
+  assert restore_checkpoint(restored, str(tmp_path)) == str(tmp_path / "model.ckpt-3")
+  np.testing.assert_array_equal(restored.pooler.bias.numpy(), 3.0)
+  assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [str(tmp_path / "model.ckpt-3")]
+
+
+def test_a_classifier_checkpoint_is_built_with_its_labels(tmp_path):
+  import json
+  for labels, task_labels, expected in ((("b", "a", "c"), ["b", "a", "c"], ("b", "a", "c")),
+                                        (("x", "y"), None, ("0", "1")),  # no task.json: the class ids
+                                        (("x", "y"), ["p", "q", "r"], ("0", "1")),  # task.json of another head
+                                        (None, None, None)):  # one output: a regression
+    directory = tmp_path / str(len(list(tmp_path.iterdir())))
+    model = albert_tf.AlbertClassifier(tiny_config(), labels)
+    model(model.dummy_inputs())
+    randomize(model)
+    prefix = save_checkpoint(model, str(directory / "model.ckpt-4"))
+    if task_labels:
+      (directory / "task.json").write_text(json.dumps({"task": "tsv", "label_list": task_labels}))
+    restored, restored_prefix = albert_tf.checkpoint.build_model_for_checkpoint(tiny_config(), str(directory))
+    assert isinstance(restored, albert_tf.AlbertClassifier) and restored_prefix == prefix
+    assert restored.label_names == expected
+    batch = padded_batch(120)
+    np.testing.assert_array_equal(restored(batch)["logits"], model(batch)["logits"])
+
+
+def test_a_long_list_of_differences_is_cut_and_counted():
+  error = albert_tf.checkpoint.mismatch_error(
+      "Summary.", [("missing", [f"v{i}" for i in range(30)]), ("empty", []), ("few", ["a", "b"])], "A hint.")
+  lines = str(error).split("\n")
+  assert lines[:3] == ["Summary.", "  missing (30):", "    v0"]
+  assert lines[26:] == ["    v24", "    ... and 5 more", "  few (2):", "    a", "    b", "A hint."]

@@ -81,14 +81,21 @@ def test_losses_and_metrics_are_googles():
   objective = finetuning.ClassifierObjective(task)
 
   class Fixed:
+    training = None
+
     def __call__(self, inputs, training):
+      self.training = training
       return {"logits": logits}
 
-  loss, sums = objective.replica_loss(Fixed(), global_batch_size=4)({"inputs": {}, "labels": labels})
+  model = Fixed()
+  loss, sums = objective.replica_loss(model, global_batch_size=4)({"inputs": {}, "labels": labels})
+  assert model.training is True
   log_probs = tf.nn.log_softmax(logits).numpy()
   expected = -(log_probs[0, 0] + log_probs[1, 1])
   assert float(loss) == pytest.approx(expected / 4, rel=1e-6)  # a share of the global batch of 4
   assert objective.metrics_from_sums(sums.numpy()) == pytest.approx({"loss": expected / 2, "accuracy": 0.5})
+
+  assert objective.metrics_from_sums([0.0, 0.0, 0.0]) == {"loss": 0.0, "accuracy": 0.0}  # no examples: no division
 
   regression = finetuning.ClassifierObjective(get_task("sts-b"))
   scores = np.array([[1.0], [3.5], [2.0]], np.float32)
@@ -97,6 +104,24 @@ def test_losses_and_metrics_are_googles():
   assert evaluation["loss"] == pytest.approx(np.mean((scores[:, 0] - gold) ** 2), rel=1e-6)
   assert evaluation["pearson"] == pytest.approx(metrics.pearson(scores[:, 0], gold))
   assert set(evaluation) == {"loss", "pearson", "spearman", "mse"}
+
+
+def test_sentence_similarity_loss_fits_cosines_to_scaled_scores():
+  objective = finetuning.SentenceSimilarityObjective(get_task("sts-b"), score_range=(0.0, 5.0))
+  embeddings = {"a": tf.constant([[1.0, 0.0], [0.6, 0.8]]), "b": tf.constant([[0.0, 1.0], [0.6, 0.8]])}
+  calls = []
+
+  def model(inputs, training):
+    calls.append(training)
+    return {"embedding": embeddings[inputs]}
+
+  batch = {"inputs_a": "a", "inputs_b": "b", "labels": tf.constant([1.0, 4.0])}
+  loss, sums = objective.replica_loss(model, global_batch_size=8)(batch)
+  # Cosines 0 and 1 against targets 0.2 and 0.8: squared errors 0.04 and 0.04.
+  np.testing.assert_allclose(sums.numpy(), [0.08, 2.0], rtol=1e-6)
+  assert float(loss) == pytest.approx(0.08 / 8, rel=1e-6) and calls == [True, True]
+  assert objective.metrics_from_sums(sums.numpy()) == pytest.approx({"loss": 0.04})
+  assert objective.metrics_from_sums([0.0, 0.0]) == {"loss": 0.0}
 
 
 @requires_shared(TWEETS)

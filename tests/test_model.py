@@ -158,3 +158,71 @@ def test_sentence_embedding_is_the_unit_mean_of_real_tokens():
   np.testing.assert_allclose(embedding, mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=1e-6)
   assert not model.encoder.pooler.trainable
   assert all(variable is not model.encoder.pooler.kernel for variable in model.trainable_variables)
+
+
+def test_variable_names_carry_what_the_optimizer_excludes_from_weight_decay():
+  """LAMB skips weight decay and the trust ratio for names holding LayerNorm, layer_norm or bias."""
+  encoder = albert_tf.AlbertEncoder(tiny_config(num_hidden_groups=2))
+  encoder(encoder.dummy_inputs())
+  block = [f"{layer}/{weight}" for layer in ("query", "key", "value", "attention_output") for weight in
+           ("kernel", "bias")] + ["attention_layer_norm/gamma", "attention_layer_norm/beta", "intermediate/kernel",
+                                  "intermediate/bias", "ffn_output/kernel", "ffn_output/bias",
+                                  "output_layer_norm/gamma", "output_layer_norm/beta"]
+  expected = [f"albert_encoder/embeddings/{name}:0" for name in (
+      "word_embeddings", "position_embeddings", "token_type_embeddings", "LayerNorm/gamma", "LayerNorm/beta",
+      "embedding_hidden_mapping_in/kernel", "embedding_hidden_mapping_in/bias")]
+  expected += [f"albert_encoder/group_{group}_inner_0/{name}:0" for group in (0, 1) for name in block]
+  expected += ["albert_encoder/pooler/kernel:0", "albert_encoder/pooler/bias:0"]
+  assert [v.name for v in encoder.variables] == expected
+
+
+def test_pooled_output_is_tanh_of_the_first_token():
+  """A small pooler kernel keeps tanh away from ±1, where every position would look alike (and one layer
+  keeps the positions apart: random shared layers stacked four deep make them nearly equal)."""
+  config = tiny_config(num_hidden_layers=1)
+  encoder = albert_tf.AlbertEncoder(config)
+  batch = padded_batch(config.vocab_size)
+  del batch["masked_lm_positions"]
+  encoder(batch)
+  randomize(encoder)
+  encoder.pooler.kernel.assign(encoder.pooler.kernel * 0.1)
+  outputs = encoder(batch)
+  first = outputs["sequence_output"][:, 0]
+  dense = tf.matmul(first, encoder.pooler.kernel) + encoder.pooler.bias
+  assert np.abs(dense).max() < 1.0  # tanh is far from saturation
+  np.testing.assert_allclose(outputs["pooled_output"], np.tanh(dense), atol=1e-6)
+  second = np.tanh(tf.matmul(outputs["sequence_output"][:, 1], encoder.pooler.kernel) + encoder.pooler.bias)
+  assert np.abs(outputs["pooled_output"] - second).max() > 1e-3
+
+
+def test_missing_mask_and_segment_ids_mean_all_real_and_segment_0():
+  config = tiny_config()
+  encoder = albert_tf.AlbertEncoder(config)
+  ids = tf.constant([[5, 6, 7, 8]], tf.int32)
+  encoder({"input_word_ids": ids})
+  randomize(encoder)
+  full = encoder({"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids)})
+  bare = encoder({"input_word_ids": ids})
+  np.testing.assert_allclose(bare["sequence_output"], full["sequence_output"], atol=1e-6)
+  assert set(encoder.dummy_inputs()) == {"input_word_ids", "input_mask", "input_type_ids"}
+
+
+@pytest.mark.parametrize("dropout", ["hidden_dropout_prob", "attention_probs_dropout_prob"])
+def test_dropout_applies_in_training_only(dropout):
+  config = tiny_config(**{dropout: 0.5})
+  encoder = albert_tf.AlbertEncoder(config)
+  batch = padded_batch(config.vocab_size)
+  del batch["masked_lm_positions"]
+  encoder(batch)
+  randomize(encoder, scale=0.1)
+  inference = encoder(batch, training=False)["sequence_output"]
+  np.testing.assert_array_equal(encoder(batch, training=False)["sequence_output"], inference)
+  assert np.abs(encoder(batch, training=True)["sequence_output"] - inference).max() > 1e-3
+
+
+def test_initializer_range_reaches_every_weight_matrix():
+  encoder = albert_tf.AlbertEncoder(tiny_config(initializer_range=0.2, hidden_size=64, intermediate_size=64))
+  encoder(encoder.dummy_inputs())
+  for variable in encoder.variables:
+    if variable.shape.rank == 2:  # kernels and embedding tables: truncated normal, std 0.88 × 0.2
+      assert 0.13 < float(np.std(variable.numpy())) < 0.2, variable.name

@@ -304,3 +304,54 @@ def test_optimizer_config_keeps_custom_layer_adaptation_exclusions():
   assert restored.exclude_from_weight_decay == ["bias"]
   assert restored.exclude_from_layer_adaptation == ["LayerNorm"]
   assert restored.use_layer_adaptation
+
+
+def reference_step(w, g, beta_1, beta_2, epsilon, lr, decay, adapt):
+  """One first step of Google's update (m = v = 0 before it) with any hyperparameters, in float64."""
+  m, v = (1 - beta_1) * g, (1 - beta_2) * g * g
+  update = m / (np.sqrt(v) + epsilon) + (WD * w if decay else 0.0)
+  w_norm, update_norm = np.linalg.norm(w), np.linalg.norm(update)
+  ratio = w_norm / update_norm if adapt and w_norm > 0 and update_norm > 0 else 1.0
+  return w - lr * ratio * update
+
+
+def test_every_hyperparameter_reaches_the_update():
+  """Not Google's defaults, so that a hyperparameter dropped on its way to the update shows."""
+  variables = make_variables([KERNEL, BIAS])
+  optimizer = GoogleLAMB(learning_rate=LR, beta_1=0.5, beta_2=0.75, epsilon=0.1, weight_decay_rate=WD,
+                         exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY)
+  optimizer.apply_gradients([(tf.constant(G1), var) for var in variables])
+  for var, decay in zip(variables, (True, False)):
+    np.testing.assert_allclose(var.numpy(), reference_step(np.array(W0), np.array(G1), 0.5, 0.75, 0.1, LR, decay,
+                                                           adapt=decay), rtol=1e-6, err_msg=var.name)
+
+
+@pytest.mark.parametrize("w,g,expected_ratio", [
+    ([0.0, 0.0], G1, 1.0),  # a zero weight: no trust ratio (else it would never move)
+    ([0.3, 0.4], G1, None),  # ||w|| = 0.5 < 1: the ratio applies all the same
+    ([3.0, 4.0], [1e-9, -1e-9], None),  # a gradient far below epsilon: ||update|| < 1, ratio applies
+], ids=["zero_weight", "small_weight", "small_update"])
+def test_trust_ratio_edge_cases(w, g, expected_ratio):
+  var = tf.Variable(w, name=KERNEL)
+  GoogleLAMB(learning_rate=LR, exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY).apply_gradients(
+      [(tf.constant(g), var)])
+  w, g = np.array(w), np.array(g)
+  update = 0.1 * g / (np.sqrt(0.001 * g * g) + 1e-6)
+  ratio = expected_ratio or np.linalg.norm(w) / np.linalg.norm(update)
+  np.testing.assert_allclose(var.numpy(), w - LR * ratio * update, rtol=1e-5, atol=1e-12)
+
+
+def test_a_zero_update_leaves_the_weight_and_stays_finite():
+  var = tf.Variable(W0, name=KERNEL)
+  GoogleLAMB(learning_rate=LR).apply_gradients([(tf.constant([0.0, 0.0]), var)])  # no decay, zero gradient
+  np.testing.assert_array_equal(var.numpy(), W0)
+
+
+def test_names_schedule_start_and_exact_betas_of_the_optimizers():
+  lamb_optimizer, adamw_optimizer = create_optimizer(1.0, 10, 4), create_optimizer(1.0, 10, 4, "adamw")
+  assert (lamb_optimizer.get_config()["name"], adamw_optimizer.get_config()["name"]) == ("LAMB", "AdamWeightDecay")
+  # Warmup starts at step 0: the rate at step 2 of 4 is half the peak.
+  assert float(lamb_optimizer.learning_rate(2)) == pytest.approx(0.5)
+  config = GoogleLAMB(beta_1=0.85, beta_2=0.995).get_config()
+  assert (config["beta_1"], config["beta_2"]) == (0.85, 0.995)  # the exact floats, not their float32 values
+  WarmupPolynomialDecay(1.0, 1, 0)  # one step is a valid schedule

@@ -334,3 +334,42 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   assert before == {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
   for directory in ("a", "b", "c"):
     assert not (tmp_path / directory).exists()
+
+
+class FixedOutputs:
+  """A stand-in model with given outputs; it records the `training` flag it was called with."""
+
+  def __init__(self, **outputs):
+    self.outputs = outputs
+    self.training = "not called"
+
+  def __call__(self, batch, training):
+    self.training = training
+    return self.outputs
+
+
+def test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios():
+  mlm_logits = tf.constant(np.random.default_rng(1).normal(size=[2, 3, 5]), tf.float32)
+  sop_logits = tf.constant([[2.0, -1.0], [0.5, 0.25]])
+  batch = {"masked_lm_ids": tf.constant([[1, 2, 0], [4, 0, 0]]),
+           "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
+           "sentence_order_labels": tf.constant([1, 0])}
+  model = FixedOutputs(mlm_logits=mlm_logits, sop_logits=sop_logits)
+  # This replica holds 2 of a global batch of 8: its SOP term is over 8, its MLM term over the (one-replica)
+  # weight sum, so that the replicas' shares add up to the loss of the whole batch.
+  loss, sums = tf.distribute.OneDeviceStrategy("/cpu:0").run(pretraining.replica_loss(model, 8), args=(batch,))
+  assert model.training is True
+  log_probs = tf.nn.log_softmax(mlm_logits).numpy()
+  mlm_ce = -(log_probs[0, 0, 1] + log_probs[0, 1, 2] + log_probs[1, 0, 4])
+  sop_log_probs = tf.nn.log_softmax(sop_logits).numpy()
+  sop_ce = -(sop_log_probs[0, 1] + sop_log_probs[1, 0])
+  assert float(loss) == pytest.approx(mlm_ce / (3 + 1e-5) + sop_ce / 8, rel=1e-6)
+  mlm_correct = sum(np.argmax(log_probs[row, slot]) == label for row, slot, label in ((0, 0, 1), (0, 1, 2), (1, 0, 4)))
+  np.testing.assert_allclose(sums.numpy(), [mlm_ce, 3.0, mlm_correct, sop_ce, 1.0, 2.0], rtol=1e-6)
+
+  # One example, one weight of 0.5 (a partly weighted position) and one right prediction.
+  metrics = pretraining.metrics_from_sums([6.0, 0.5, 0.5, 0.9, 1.0, 1.0])
+  assert metrics == pytest.approx({"masked_lm_loss": 6.0 / 0.50001, "masked_lm_accuracy": 1.0,
+                                   "sentence_order_loss": 0.9, "sentence_order_accuracy": 1.0,
+                                   "loss": 6.0 / 0.50001 + 0.9}, rel=1e-9)
+  assert pretraining.metrics_from_sums([0.0] * 6)["masked_lm_accuracy"] == 0.0  # nothing masked: no division by 0

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+import albert_tf
 from albert_tf import checkpoint as checkpoint_lib
 from albert_tf import training
 from conftest import tiny_config
@@ -114,6 +115,10 @@ def test_loop_schedule_stops_for_logs_checkpoints_and_the_end():
     step += default.steps_to_next_stop(step)
     stops.append(step)
   assert stops == [7, 10, 14, 20, 21, 25]
+  # A host loop never runs more than iterations_per_loop steps.
+  short_loops = training.LoopSchedule(num_train_steps=9, iterations_per_loop=2, save_checkpoints_steps=5,
+                                      log_steps=4)
+  assert [short_loops.steps_to_next_stop(s) for s in (0, 2, 4, 5, 7, 8)] == [2, 2, 1, 2, 1, 1]
 
 
 def test_run_directory_of_another_config_is_refused(tmp_path):
@@ -123,3 +128,28 @@ def test_run_directory_of_another_config_is_refused(tmp_path):
     training.check_run_directory(str(tmp_path), tiny_config(hidden_size=64))
   training.write_config(str(tmp_path), tiny_config(hidden_size=64))  # never rewritten
   training.check_run_directory(str(tmp_path), tiny_config())
+  # A key that only one of the two configs has is a difference too.
+  extra = tiny_config()
+  extra.extra["classifier_dropout_prob"] = 0.2
+  with pytest.raises(training.TrainingError, match="classifier_dropout_prob: None there vs 0.2 now"):
+    training.check_run_directory(str(tmp_path), extra)
+
+
+def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path):
+  model = albert_tf.AlbertEncoder(tiny_config())
+  model(model.dummy_inputs())
+  bias = model.pooler.bias
+  step = tf.Variable(0, dtype=tf.int64)
+  checkpoint = tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}, step=step)
+  assert training.restore_latest(str(tmp_path), model, checkpoint) is None
+  manager = tf.train.CheckpointManager(checkpoint, str(tmp_path), max_to_keep=3,
+                                       checkpoint_name=training.CHECKPOINT_NAME)
+  for value in (4, 8):
+    bias.assign(tf.fill(bias.shape, float(value)))
+    step.assign(value)
+    training.save_run_checkpoint(manager, value, is_chief=True)
+  bias.assign(tf.zeros(bias.shape))
+  step.assign(0)
+  assert training.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
+  assert int(step.numpy()) == 8
+  np.testing.assert_array_equal(bias.numpy(), 8.0)
