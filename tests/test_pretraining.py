@@ -63,18 +63,26 @@ def finish(process, timeout=600):
   return output
 
 
+class FixedOutputs:
+  """A stand-in model with given outputs; it records the `training` flag it was called with."""
+
+  def __init__(self, **outputs):
+    self.outputs = outputs
+    self.training = "not called"
+
+  def __call__(self, batch, training):
+    self.training = training
+    return self.outputs
+
+
 def test_loss_is_googles_formula():
   mlm_logits = tf.constant(np.random.default_rng(0).normal(size=[2, 3, 5]), tf.float32)
   sop_logits = tf.constant([[2.0, -1.0], [0.5, 0.5]])
   batch = {"masked_lm_ids": tf.constant([[1, 2, 0], [4, 0, 0]]),
            "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
            "sentence_order_labels": tf.constant([0, 1])}
-
-  class Fixed:
-    def __call__(self, batch, training):
-      return {"mlm_logits": mlm_logits, "sop_logits": sop_logits}
-
-  sums = pretraining.batch_sums(Fixed(), batch, training=False).numpy()
+  sums = pretraining.batch_sums(FixedOutputs(mlm_logits=mlm_logits, sop_logits=sop_logits), batch,
+                                training=False).numpy()
   log_probs = tf.nn.log_softmax(mlm_logits).numpy()
   expected_mlm = -(log_probs[0, 0, 1] + log_probs[0, 1, 2] + log_probs[1, 0, 4]) / (3 + 1e-5)
   sop_log_probs = tf.nn.log_softmax(sop_logits).numpy()
@@ -334,18 +342,6 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   assert before == {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
   for directory in ("a", "b", "c"):
     assert not (tmp_path / directory).exists()
-
-
-class FixedOutputs:
-  """A stand-in model with given outputs; it records the `training` flag it was called with."""
-
-  def __init__(self, **outputs):
-    self.outputs = outputs
-    self.training = "not called"
-
-  def __call__(self, batch, training):
-    self.training = training
-    return self.outputs
 
 
 def test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios():
