@@ -60,6 +60,12 @@ def test_missing_variables_are_listed(tmp_path):
   bigger = albert_tf.AlbertPretrainer(tiny_config(num_hidden_groups=2))
   with pytest.raises(CheckpointMismatchError, match=r"missing from the checkpoint \(16\)"):
     restore_checkpoint(bigger, prefix)
+  # restore_checkpoint is strict about heads too (restore_available_parts is the lenient one).
+  masked_lm_only = albert_tf.AlbertPretrainer(tiny_config(), with_sentence_order_head=False)
+  masked_lm_only(masked_lm_only.dummy_inputs())
+  masked_lm_prefix = save_checkpoint(masked_lm_only, str(tmp_path / "masked_lm" / "model.ckpt"))
+  with pytest.raises(CheckpointMismatchError, match=r"missing from the checkpoint \(2\):\n.*sentence_order_head/"):
+    restore_checkpoint(albert_tf.AlbertPretrainer(tiny_config()), masked_lm_prefix)
 
 
 def test_missing_checkpoint_and_foreign_checkpoints(tmp_path):

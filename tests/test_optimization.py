@@ -352,6 +352,10 @@ def test_names_schedule_start_and_exact_betas_of_the_optimizers():
   assert (lamb_optimizer.get_config()["name"], adamw_optimizer.get_config()["name"]) == ("LAMB", "AdamWeightDecay")
   # Warmup starts at step 0: the rate at step 2 of 4 is half the peak.
   assert float(lamb_optimizer.learning_rate(2)) == pytest.approx(0.5)
-  config = GoogleLAMB(beta_1=0.85, beta_2=0.995).get_config()
+  optimizer = GoogleLAMB(beta_1=0.85, beta_2=0.995, clipnorm=2.0)
+  optimizer.apply_gradients([(tf.constant(G1), make_variables([KERNEL])[0])])  # hyperparameters become float32
+  config = optimizer.get_config()
   assert (config["beta_1"], config["beta_2"]) == (0.85, 0.995)  # the exact floats, not their float32 values
+  assert (config["name"], config["clipnorm"]) == ("LAMB", 2.0)  # Keras arguments reach the base class
+  GoogleLAMB(beta_1=lambda: 0.9)  # a callable beta has no exact value to keep, and is accepted
   WarmupPolynomialDecay(1.0, 1, 0)  # one step is a valid schedule

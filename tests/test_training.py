@@ -67,7 +67,7 @@ def test_gradients_are_clipped_to_global_norm_one():
     model = tf.Module()
     model.a, model.b = tf.Variable([0.0]), tf.Variable([0.0])
     optimizer = tf_keras.optimizers.legacy.SGD(1.0)
-  one_device_step(model, optimizer, lambda _: 30.0 * model.a[0] + 40.0 * model.b[0])
+  one_device_step(model, optimizer, lambda batch: batch * (30.0 * model.a[0] + 40.0 * model.b[0]))
   np.testing.assert_allclose([model.a.numpy()[0], model.b.numpy()[0]], [-0.6, -0.8], rtol=1e-6)
 
   # Below the norm nothing changes: gradients 0.3 and 0.4 are applied as they are.
@@ -153,3 +153,12 @@ def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path
   assert training.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
   assert int(step.numpy()) == 8
   np.testing.assert_array_equal(bias.numpy(), 8.0)
+
+
+def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(tmp_path):
+  assert training.last_evaluated_step(str(tmp_path)) is None and training.read_best_info(str(tmp_path)) is None
+  training.write_eval_results(str(tmp_path), {"global_step": 12, "accuracy": 0.5, "loss": 0.7}, ["accuracy"])
+  assert training.last_evaluated_step(str(tmp_path)) == 12
+  assert (tmp_path / training.EVAL_RESULTS).read_text() == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
+  (tmp_path / training.EVAL_RESULTS).write_text("accuracy = 0.5\n")
+  assert training.last_evaluated_step(str(tmp_path)) is None
