@@ -396,9 +396,8 @@ class FineTuning:
       training.write_config(o.output_dir, o.albert_config)
       with open(os.path.join(o.output_dir, RUN_INFO_FILE), "w", encoding="utf-8") as writer:
         json.dump(self.objective.run_info(), writer, indent=2)
-    if o.do_eval and self.restored_from and training.last_evaluated_step(o.output_dir) != int(self.step.numpy()):
-      # Stopped between writing this checkpoint and scoring it: score it now, so that model.ckpt-best misses none.
-      self.evaluate(keep_best=True)
+    if o.do_eval and training.awaits_evaluation(o.output_dir, self.restored_from, int(self.step.numpy())):
+      self.evaluate(keep_best=True)  # score it now, so that model.ckpt-best misses no checkpoint
     train_split = self.splits["train"]
     start_example = int(self.step.numpy()) * o.train_batch_size
 

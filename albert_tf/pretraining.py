@@ -274,8 +274,8 @@ class Pretraining:
       raise TrainingError(f"The checkpoint was written with {recorded} input pipelines (hosts) and this run has "
                           f"{pipelines}: the input position cannot carry over. Resume on {recorded} hosts.")
     self.num_input_pipelines.assign(pipelines)
-    if o.do_eval and self.restored_from and training.last_evaluated_step(o.output_dir) != int(self.step.numpy()):
-      self.evaluate()  # stopped between writing this checkpoint and scoring it: score it now
+    if o.do_eval and training.awaits_evaluation(o.output_dir, self.restored_from, int(self.step.numpy())):
+      self.evaluate()  # score it now, so that model.ckpt-best misses no checkpoint
     schedule = training.LoopSchedule(o.num_train_steps, o.iterations_per_loop, o.save_checkpoints_steps,
                                      o.log_steps)
     return training.run_training(

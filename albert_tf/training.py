@@ -271,6 +271,11 @@ def last_evaluated_step(output_dir: str) -> Optional[int]:
   return None
 
 
+def awaits_evaluation(output_dir: str, restored_from: Optional[str], step: int) -> bool:
+  """Whether a resumed run's checkpoint was written but never scored (the run stopped in between)."""
+  return bool(restored_from) and last_evaluated_step(output_dir) != step
+
+
 def read_best_info(output_dir: str) -> Optional[Dict[str, float]]:
   """`best_checkpoint.json`: the step and metric of `model.ckpt-best` (None before one is kept)."""
   info_file = os.path.join(output_dir, BEST_CHECKPOINT_INFO)

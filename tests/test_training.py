@@ -160,5 +160,8 @@ def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(tmp_path):
   training.write_eval_results(str(tmp_path), {"global_step": 12, "accuracy": 0.5, "loss": 0.7}, ["accuracy"])
   assert training.last_evaluated_step(str(tmp_path)) == 12
   assert (tmp_path / training.EVAL_RESULTS).read_text() == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
+  assert not training.awaits_evaluation(str(tmp_path), "model.ckpt-12", 12)  # scored before the stop
+  assert training.awaits_evaluation(str(tmp_path), "model.ckpt-15", 15)  # written, then the run died
+  assert not training.awaits_evaluation(str(tmp_path), None, 0)  # a new run: nothing to score
   (tmp_path / training.EVAL_RESULTS).write_text("accuracy = 0.5\n")
   assert training.last_evaluated_step(str(tmp_path)) is None

@@ -50,7 +50,8 @@ group() {
     training)  # checkpoints, the best checkpoint, resuming, the loop schedule, gradient clipping
       files=(albert_tf/checkpoint.py albert_tf/training.py)
       mutants=("albert_tf.checkpoint.*"
-               albert_tf.training.x_{keep_if_best,read_best_info,last_evaluated_step,restore_latest}"__*"
+               albert_tf.training.x_{keep_if_best,read_best_info,last_evaluated_step,awaits_evaluation}"__*"
+               "albert_tf.training.x_restore_latest__*"
                "albert_tf.training.x_replica_train_step__*"
                "albert_tf.training.x*LoopSchedule*" "albert_tf.training.x_check_run_directory__*")
       tests=(tests/test_checkpoint.py tests/test_training.py tests/test_conversion.py -k "not tool") ;;
