@@ -118,6 +118,7 @@ run_group() {
   for mutant in "${survivors[@]}"; do echo; "$mutmut" show "$mutant"; done
 }
 
+[[ -x $mutmut ]] || { echo "mutmut not found at $mutmut: run .venv/bin/pip install mutmut==3.8.1" >&2; exit 2; }
 groups=("${@:-${all_groups[@]}}")
 for name in "${groups[@]}"; do group "$name"; done  # fail on a misspelt group before running anything
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/albert-mutation.XXXXXX")
