@@ -223,6 +223,11 @@ def test_dropout_applies_in_training_only(dropout):
 def test_initializer_range_reaches_every_weight_matrix():
   encoder = albert_tf.AlbertEncoder(tiny_config(initializer_range=0.2, hidden_size=64, intermediate_size=64))
   encoder(encoder.dummy_inputs())
+  checked = 0
   for variable in encoder.variables:
-    if variable.shape.rank == 2:  # kernels and embedding tables: truncated normal, std 0.88 × 0.2
-      assert 0.13 < float(np.std(variable.numpy())) < 0.2, variable.name
+    # Kernels and embedding tables: truncated normal, std 0.88 × 0.2 = 0.176. Tables of 1,000 values or more
+    # (the sample std then within ±0.005 of it, 3 sigma); the 2 × 16 segment table is too small to tell.
+    if variable.shape.rank == 2 and variable.shape.num_elements() >= 1000:
+      assert 0.15 < float(np.std(variable.numpy())) < 0.2, variable.name
+      checked += 1
+  assert checked == 10  # word and position tables, projection, 6 block kernels, pooler
