@@ -2,6 +2,12 @@
 
 import setuptools
 
+# tools/*.py (Google's script names, run from a checkout) are installed as the package albert_tf_tools, and
+# each as the command albert-<name> (albert-run-pretraining, ...).
+TOOLS = ("create_pretraining_data", "run_pretraining", "run_classifier", "train_sentence_encoder",
+         "train_sentencepiece", "convert_checkpoint", "export_hf", "export_saved_model", "benchmark_pretraining",
+         "benchmark_pretraining_data", "benchmark_finetuning")
+
 setuptools.setup(
     name="albert-tf",
     version="0.1.0",
@@ -11,8 +17,11 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]),
+    packages=setuptools.find_packages(include=["albert_tf", "albert_tf.*"]) + ["albert_tf_tools"],
+    package_dir={"albert_tf_tools": "tools"},
     package_data={"albert_tf": ["sample_data/*"]},
+    entry_points={"console_scripts": [f"albert-{name.replace('_', '-')} = albert_tf_tools.{name}:run" for name in TOOLS]
+                  + ["albert-demo = albert_tf.cli.demo:run"]},
     install_requires=[
         # tf-models-official 2.20 pins TF 2.20 and tensorflow-text 2.20; keep the four in step.
         "tensorflow~=2.20.0",

@@ -1,9 +1,34 @@
-"""albert-tf: ALBERT (A Lite BERT) in TensorFlow 2 / tf_keras."""
+"""albert-tf: ALBERT (A Lite BERT) in TensorFlow 2 / tf_keras.
 
-from albert_tf.classifier import AlbertClassifier
-from albert_tf.config import AlbertConfig, AlbertConfigError
-from albert_tf.encoder import AlbertEncoder
-from albert_tf.pretrainer import AlbertPretrainer
-from albert_tf.sentence_encoder import AlbertSentenceEncoder
+The package is laid out by stage of the data path, each sub-package using only those before it:
+`modeling` (config, layers, models, their checkpoints) → `text` (tokenizers, vocabulary training) →
+`data` (pretraining records, fine-tuning tasks, tf.data input) → `interop` (Google's and Hugging Face's
+names and files) → `serving` (SavedModel export) → `training` (optimizer, loop, pretraining and fine-tuning
+drivers, which export at their end) → `cli` (what the tools share).
 
+The models are importable from here. They load on first use, so that `import albert_tf.data...` (the data
+tool and its worker processes) does not import TensorFlow.
+"""
+
+import importlib
+
+_PUBLIC = {
+    "AlbertClassifier": "albert_tf.modeling.classifier",
+    "AlbertConfig": "albert_tf.modeling.config",
+    "AlbertConfigError": "albert_tf.modeling.config",
+    "AlbertEncoder": "albert_tf.modeling.encoder",
+    "AlbertPretrainer": "albert_tf.modeling.pretrainer",
+    "AlbertSentenceEncoder": "albert_tf.modeling.sentence_encoder",
+}
+__all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+  if name not in _PUBLIC:
+    raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+  return getattr(importlib.import_module(_PUBLIC[name]), name)
+
+
+def __dir__():
+  return sorted(list(globals()) + __all__)

@@ -18,11 +18,11 @@ import tensorflow as tf
 
 def global_batches_of_pipelines(run, num_pipelines):
   """The training input of `run`, one step = the per-host batches of `num_pipelines` hosts, concatenated."""
-  from albert_tf import input_pipeline
+  from albert_tf.data import pretraining_dataset, record_files
   o = run.options
-  counts = input_pipeline.count_records(run.train_files)
+  counts = record_files.count_records(run.train_files)
   per_pipeline = tuple(
-      input_pipeline.pretraining_dataset(
+      pretraining_dataset.pretraining_dataset(
           run.train_files, o.max_seq_length, o.max_predictions_per_seq, o.train_batch_size // num_pipelines,
           input_context=tf.distribute.InputContext(num_pipelines, index, num_pipelines), seed=o.random_seed,
           record_counts=counts)
@@ -38,8 +38,9 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * logical_cpus)
   import numpy as np
-  from albert_tf import distribution, finetuning, pretraining, tasks
-  from albert_tf.config import AlbertConfig
+  from albert_tf.data import tasks
+  from albert_tf.modeling.config import AlbertConfig
+  from albert_tf.training import distribution, finetuning, finetuning_objectives, pretraining
   with open(options_file) as reader:
     values = json.load(reader)
   values["albert_config"] = AlbertConfig.from_dict(values["albert_config"])
@@ -51,7 +52,7 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
       run._train_dataset = lambda: global_batches_of_pipelines(run, input_pipelines)
     results["loss"] = run.train()["loss"]
   else:
-    objective = finetuning.ClassifierObjective(tasks.get_task(values.pop("task_name")))
+    objective = finetuning_objectives.ClassifierObjective(tasks.get_task(values.pop("task_name")))
     run = finetuning.FineTuning(finetuning.FineTuningOptions(**values), objective, strategy)
     results["loss"] = run.train()["loss"]
     results.update({f"eval_{name}": value for name, value in run.last_eval.items()})

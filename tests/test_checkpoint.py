@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.checkpoint import CheckpointMismatchError, restore_checkpoint, save_checkpoint
+from albert_tf.modeling.checkpoints import CheckpointMismatchError, restore_checkpoint, save_checkpoint
 from conftest import padded_batch, randomize, tiny_config
 
 
@@ -117,7 +117,7 @@ def test_a_classifier_checkpoint_is_built_with_its_labels(tmp_path):
     prefix = save_checkpoint(model, str(directory / "model.ckpt-4"))
     if task_labels:
       (directory / "task.json").write_text(json.dumps({"task": "tsv", "label_list": task_labels}))
-    restored, restored_prefix = albert_tf.checkpoint.build_model_for_checkpoint(tiny_config(), str(directory))
+    restored, restored_prefix = albert_tf.modeling.checkpoints.build_model_for_checkpoint(tiny_config(), str(directory))
     assert isinstance(restored, albert_tf.AlbertClassifier) and restored_prefix == prefix
     assert restored.label_names == expected
     batch = padded_batch(120)
@@ -125,7 +125,7 @@ def test_a_classifier_checkpoint_is_built_with_its_labels(tmp_path):
 
 
 def test_a_long_list_of_differences_is_cut_and_counted():
-  error = albert_tf.checkpoint.mismatch_error(
+  error = albert_tf.modeling.checkpoints.mismatch_error(
       "Summary.", [("missing", [f"v{i}" for i in range(30)]), ("empty", []), ("few", ["a", "b"])], "A hint.")
   lines = str(error).split("\n")
   assert lines[:3] == ["Summary.", "  missing (30):", "    v0"]

@@ -10,11 +10,12 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import conversion, pretraining
-from albert_tf.checkpoint import (CheckpointMismatchError, build_model_for_checkpoint,
-                                  restore_available_parts, save_checkpoint)
-from albert_tf.huggingface import export_to_hf, hf_state_dict, read_safetensors
-from albert_tf.weight_names import named_weights
+from albert_tf.interop import conversion
+from albert_tf.interop.huggingface import export_to_hf, hf_state_dict, read_safetensors
+from albert_tf.interop.weight_names import named_weights
+from albert_tf.modeling.checkpoints import (CheckpointMismatchError, build_model_for_checkpoint,
+                                            restore_available_parts, save_checkpoint)
+from albert_tf.training import pretraining
 from conftest import REPO, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
 
 TOOL = os.path.join(REPO, "tools", "convert_checkpoint.py")

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -10,14 +11,19 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 import albert_tf
-from albert_tf import checkpoint as checkpoint_lib
-from albert_tf import distribution, finetuning, finetuning_data, metrics, serving, training
-from albert_tf.classifier import AlbertClassifier
-from albert_tf.graph_tokenization import GraphTokenizer
-from albert_tf.sentence_encoder import AlbertSentenceEncoder
-from albert_tf.tasks import TaskError, TsvFormat, get_task
+from albert_tf.data import finetuning_dataset
+from albert_tf.data.tasks import TaskError, TsvFormat, get_task
+from albert_tf.errors import TrainingError
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.modeling.classifier import AlbertClassifier
+from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
+from albert_tf.serving import saved_model
+from albert_tf.text.graph_tokenizer import GraphTokenizer
+from albert_tf.training import distribution, finetuning, metrics, run_directory
+from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
 from conftest import (GLUE_FILES, REPO, SHARED, SP8K_MODEL, free_ports, kill_once_a_checkpoint_is_written,
                       requires_shared, write)
 
@@ -47,18 +53,18 @@ def read_tsv(path):
 @pytest.mark.parametrize("name", ["cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mnli-mm", "qnli", "rte", "wnli"])
 def test_every_glue_processor_trains_evaluates_and_predicts(glue_dir, tmp_path, name):
   task = get_task(name)
-  results = finetuning.run(options(glue_dir, tmp_path / "run", train_step=2), finetuning.ClassifierObjective(task),
+  results = finetuning.run(options(glue_dir, tmp_path / "run", train_step=2), ClassifierObjective(task),
                            ONE_DEVICE)
   evaluation = results["eval"]
   assert evaluation["global_step"] == 2
   assert set(task.metric_names) | {"loss"} <= set(evaluation)
   assert evaluation["eval_examples"] == len(task.read_examples(str(glue_dir), "dev"))
-  text = (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  text = (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   for metric in task.metric_names:
     assert f"{metric} = " in text
-  best = json.loads((tmp_path / "run" / training.BEST_CHECKPOINT_INFO).read_text())
+  best = json.loads((tmp_path / "run" / run_directory.BEST_CHECKPOINT_INFO).read_text())
   assert best["global_step"] == 2 and task.primary_metric in best
-  assert results["weights"].endswith(training.BEST_CHECKPOINT)
+  assert results["weights"].endswith(run_directory.BEST_CHECKPOINT)
 
   test_examples = task.read_examples(str(glue_dir), "test")
   submitted = read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)
@@ -78,7 +84,7 @@ def test_losses_and_metrics_are_googles():
   logits = tf.constant([[2.0, -1.0, 0.5], [0.1, 0.2, 0.3]])
   labels = tf.constant([0, 1])
   task = get_task("mnli")
-  objective = finetuning.ClassifierObjective(task)
+  objective = ClassifierObjective(task)
 
   class Fixed:
     training = None
@@ -97,7 +103,7 @@ def test_losses_and_metrics_are_googles():
 
   assert objective.metrics_from_sums([0.0, 0.0, 0.0]) == {"loss": 0.0, "accuracy": 0.0}  # no examples: no division
 
-  regression = finetuning.ClassifierObjective(get_task("sts-b"))
+  regression = ClassifierObjective(get_task("sts-b"))
   scores = np.array([[1.0], [3.5], [2.0]], np.float32)
   gold = np.array([1.5, 3.0, 0.0], np.float32)
   evaluation = regression.evaluation_metrics(scores, gold)
@@ -107,7 +113,7 @@ def test_losses_and_metrics_are_googles():
 
 
 def test_sentence_similarity_loss_fits_cosines_to_scaled_scores():
-  objective = finetuning.SentenceSimilarityObjective(get_task("sts-b"), score_range=(0.0, 5.0))
+  objective = SentenceSimilarityObjective(get_task("sts-b"), score_range=(0.0, 5.0))
   embeddings = {"a": tf.constant([[1.0, 0.0], [0.6, 0.8]]), "b": tf.constant([[0.0, 1.0], [0.6, 0.8]])}
   calls = []
 
@@ -135,19 +141,19 @@ def test_classifier_learns_real_sentences(tmp_path):
   results = finetuning.run(
       options(tmp_path / "data", tmp_path / "run", do_predict=False, train_batch_size=8, eval_batch_size=8,
               train_step=60, save_checkpoints_steps=60, iterations_per_loop=20, learning_rate=3e-3, warmup_step=6,
-              dropout_prob=0.0), finetuning.ClassifierObjective(task), ONE_DEVICE)
+              dropout_prob=0.0), ClassifierObjective(task), ONE_DEVICE)
   assert results["train"]["loss"] < 0.3
   assert results["eval"]["accuracy"] >= 0.9
 
 
 def test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere():
   labels = np.arange(10, dtype=np.int32)
-  packed = finetuning_data.PackedSequences(
+  packed = finetuning_dataset.PackedSequences(
       tf.ragged.constant([[2, 5 + i, 3] for i in range(10)], tf.int32), tf.fill([10], 3))
-  split = finetuning_data.EncodedSplit({"inputs": packed}, labels, [str(i) for i in range(10)], max_seq_length=6)
+  split = finetuning_dataset.EncodedSplit({"inputs": packed}, labels, [str(i) for i in range(10)], max_seq_length=6)
 
   def stream(start, batches, context=None, batch_size=2):
-    dataset = finetuning_data.training_dataset(split, batch_size, seed=7, start_example=start, input_context=context)
+    dataset = finetuning_dataset.training_dataset(split, batch_size, seed=7, start_example=start, input_context=context)
     return np.concatenate([batch["labels"].numpy() for batch in dataset.take(batches)])
 
   whole = stream(0, 15)
@@ -158,15 +164,15 @@ def test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere():
   for pipeline in (0, 1):
     half = stream(0, 5, tf.distribute.InputContext(2, pipeline, 2))
     np.testing.assert_array_equal(half, whole[pipeline::2][:10])
-  batch = next(iter(finetuning_data.training_dataset(split, 2, seed=7)))
+  batch = next(iter(finetuning_dataset.training_dataset(split, 2, seed=7)))
   assert batch["inputs"]["input_word_ids"].shape == (2, 6)
   np.testing.assert_array_equal(batch["inputs"]["input_mask"][0], [1, 1, 1, 0, 0, 0])
 
 
 def test_evaluation_pads_to_whole_global_batches_with_weight_zero():
-  packed = finetuning_data.PackedSequences(tf.ragged.constant([[2, 7, 3, 8, 3]] * 5, tf.int32), tf.fill([5], 3))
-  split = finetuning_data.EncodedSplit({"inputs": packed}, np.arange(5, dtype=np.float32), list("abcde"), 8)
-  batches = list(finetuning_data.evaluation_dataset(split, 2, 4))
+  packed = finetuning_dataset.PackedSequences(tf.ragged.constant([[2, 7, 3, 8, 3]] * 5, tf.int32), tf.fill([5], 3))
+  split = finetuning_dataset.EncodedSplit({"inputs": packed}, np.arange(5, dtype=np.float32), list("abcde"), 8)
+  batches = list(finetuning_dataset.evaluation_dataset(split, 2, 4))
   assert len(batches) == 4  # 5 examples, padded to 8
   weights = np.concatenate([b["weights"].numpy() for b in batches])
   np.testing.assert_array_equal(weights, [1, 1, 1, 1, 1, 0, 0, 0])
@@ -178,7 +184,7 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(glue_dir, tmp_path, mon
   task = get_task("rte")
   run_options = options(glue_dir, tmp_path / "straight", do_eval=False, do_predict=False, train_step=6,
                         save_checkpoints_steps=3, iterations_per_loop=1, dropout_prob=0.0)
-  straight = finetuning.FineTuning(run_options, finetuning.ClassifierObjective(task), ONE_DEVICE)
+  straight = finetuning.FineTuning(run_options, ClassifierObjective(task), ONE_DEVICE)
   straight.train()
 
   class Interrupted(Exception):
@@ -193,10 +199,10 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(glue_dir, tmp_path, mon
   interrupted_options = dataclasses.replace(run_options, output_dir=str(tmp_path / "interrupted"))
   monkeypatch.setattr(finetuning.FineTuning, "_save", save_then_stop)
   with pytest.raises(Interrupted):
-    finetuning.FineTuning(interrupted_options, finetuning.ClassifierObjective(task), ONE_DEVICE).train()
+    finetuning.FineTuning(interrupted_options, ClassifierObjective(task), ONE_DEVICE).train()
   monkeypatch.setattr(finetuning.FineTuning, "_save", save)
-  resumed = finetuning.FineTuning(interrupted_options, finetuning.ClassifierObjective(task), ONE_DEVICE)
-  assert resumed.restored_from.endswith("model.ckpt-3") and int(resumed.step.numpy()) == 3
+  resumed = finetuning.FineTuning(interrupted_options, ClassifierObjective(task), ONE_DEVICE)
+  assert resumed.run.restored_from.endswith("model.ckpt-3") and resumed.run.current_step == 3
   resumed.train()
   for expected, actual in zip(straight.model.variables, resumed.model.variables):
     np.testing.assert_allclose(actual.numpy(), expected.numpy(), atol=1e-6, err_msg=expected.name)
@@ -236,7 +242,7 @@ def test_two_replicas_and_two_workers_equal_one_device(glue_dir, tmp_path):
     for key in one.files:
       if key.startswith("w"):
         np.testing.assert_allclose(one[key], other[key], atol=1e-5, err_msg=f"{name} {key}")
-  assert "accuracy = " in (tmp_path / "workers" / training.EVAL_RESULTS).read_text()
+  assert "accuracy = " in (tmp_path / "workers" / run_directory.EVAL_RESULTS).read_text()
   assert not [name for name in os.listdir(tmp_path / "workers") if name.startswith(".worker")]
 
 
@@ -253,13 +259,13 @@ def pretrained(tmp_path_factory):
 def test_init_checkpoint_starts_the_encoder(glue_dir, tmp_path, pretrained):
   model, path = pretrained
   run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", init_checkpoint=path),
-                              finetuning.ClassifierObjective(get_task("mrpc")), ONE_DEVICE)
+                              ClassifierObjective(get_task("mrpc")), ONE_DEVICE)
   for ours, theirs in zip(run.model.encoder.variables, model.encoder.variables):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-  assert run.restored_from is None
+  assert run.run.restored_from is None
 
 
-class ScriptedAccuracy(finetuning.ClassifierObjective):
+class ScriptedAccuracy(ClassifierObjective):
   """The real evaluation, with the accuracy of each one taken from `script`: the best step is then known."""
 
   def __init__(self, task, script):
@@ -289,12 +295,12 @@ def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, 
   run_options = options(glue_dir, tmp_path / "run", train_step=6, save_checkpoints_steps=2, keep_checkpoint_max=2,
                         learning_rate=1e-2, export_dir=str(tmp_path / "export"))
   results = finetuning.run(run_options, ScriptedAccuracy(task, [0.4, 0.9, 0.6]), ONE_DEVICE)
-  assert results["weights"].endswith(training.BEST_CHECKPOINT)
-  assert training.read_best_info(str(tmp_path / "run")) == {"global_step": 4, "accuracy": 0.9}
+  assert results["weights"].endswith(run_directory.BEST_CHECKPOINT)
+  assert run_directory.read_best_info(str(tmp_path / "run")) == {"global_step": 4, "accuracy": 0.9}
   # keep_checkpoint_max=2: model.ckpt-2 is gone; model.ckpt-best keeps step 4's weights after ckpt-4 goes too.
   assert sorted(p.name for p in (tmp_path / "run").glob("model.ckpt-*.index")) == [
       "model.ckpt-4.index", "model.ckpt-6.index", "model.ckpt-best.index"]
-  best = restored_classifier(task, str(tmp_path / "run" / training.BEST_CHECKPOINT))
+  best = restored_classifier(task, str(tmp_path / "run" / run_directory.BEST_CHECKPOINT))
   step4 = restored_classifier(task, str(tmp_path / "run" / "model.ckpt-4"))
   step6 = restored_classifier(task, str(tmp_path / "run" / "model.ckpt-6"))
   for ours, theirs in zip(best.variables, step4.variables):
@@ -315,19 +321,19 @@ def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, 
 
   # An evaluation without training scores the best weights, under their step.
   rescored = finetuning.run(dataclasses.replace(run_options, do_train=False, do_predict=False, export_dir=None),
-                            finetuning.ClassifierObjective(task), ONE_DEVICE)["eval"]
+                            ClassifierObjective(task), ONE_DEVICE)["eval"]
   dev_inputs, dev_examples = split_inputs(glue_dir, task, "dev")
   dev_labels = [task.label_list.index(e.label) for e in dev_examples]
   dev_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(dev_labels, step4(dev_inputs, training=False)["logits"])
   assert rescored["global_step"] == 4
   assert rescored["loss"] == pytest.approx(float(np.mean(dev_loss)), rel=1e-5)
-  assert "global_step = 4" in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  assert "global_step = 4" in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
 
 
 def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_path):
   results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False,
                                    export_dir=str(tmp_path / "export")),
-                           finetuning.ClassifierObjective(get_task("rte")), ONE_DEVICE)
+                           ClassifierObjective(get_task("rte")), ONE_DEVICE)
   model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), get_task("rte").label_list)
   checkpoint_lib.restore_checkpoint(model, results["weights"])
   text_a = ["A place of sorrow, after the pope was buried.", "Dana Reeve died."]
@@ -362,7 +368,7 @@ def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_pat
 def test_exported_regression_gives_the_score(glue_dir, tmp_path):
   results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False,
                                    export_dir=str(tmp_path / "export")),
-                           finetuning.ClassifierObjective(get_task("sts-b")), ONE_DEVICE)
+                           ClassifierObjective(get_task("sts-b")), ONE_DEVICE)
   model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), None)
   checkpoint_lib.restore_checkpoint(model, results["weights"])
   loaded = tf.saved_model.load(results["export"])
@@ -377,14 +383,39 @@ def test_exported_regression_gives_the_score(glue_dir, tmp_path):
     np.testing.assert_allclose(outputs["predictions"], model(inputs, training=False)["logits"][:, 0], atol=1e-5)
 
 
+def test_a_bfloat16_run_leaves_later_models_and_exports_float32_and_the_seeds_as_they_were(glue_dir, tmp_path):
+  random.seed(7)
+  np.random.seed(7)
+  tf.random.set_seed(7)
+  python_state, numpy_state = random.getstate(), np.random.get_state()[1].copy()
+  results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False, train_step=2,
+                                   mixed_precision="bfloat16", random_seed=1),
+                           ClassifierObjective(get_task("rte")), ONE_DEVICE)
+  assert results["train"]["loss"] > 0
+  assert tf_keras.mixed_precision.global_policy().name == "float32"
+  assert random.getstate() == python_state and np.array_equal(np.random.get_state()[1], numpy_state)
+  assert tf.compat.v1.get_seed(None)[0] == 7
+
+  model, _ = checkpoint_lib.build_model_for_checkpoint(albert_tf.AlbertConfig(**CONFIG),
+                                                       str(tmp_path / "run" / "model.ckpt-2"))
+  layers = [module for module in model.submodules if isinstance(module, tf_keras.layers.Layer)]
+  assert layers and {layer.compute_dtype for layer in layers} == {"float32"}
+  export = saved_model.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, SEQ)
+  stored = tf.train.load_checkpoint(os.path.join(export, "variables", "variables")).get_variable_to_dtype_map()
+  assert len(stored) > 20 and {dtype for dtype in stored.values() if dtype.is_floating} == {tf.float32}
+  loaded = tf.saved_model.load(export)
+  outputs = loaded.signatures["classify_text"](text_a=tf.constant(["A man plays a flute."]))
+  assert {value.dtype for value in outputs.values() if value.dtype.is_floating} == {tf.float32}
+
+
 def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained):
   _, path = pretrained
   task = get_task("sts-b")
   # Without training, the pretrained encoder's embeddings are scored as they are (no score range, no loss).
   before = finetuning.run(options(glue_dir, tmp_path / "before", init_checkpoint=path, do_train=False,
-                                  do_predict=False), finetuning.SentenceSimilarityObjective(task), ONE_DEVICE)
+                                  do_predict=False), SentenceSimilarityObjective(task), ONE_DEVICE)
   assert set(before["eval"]) == {"spearman", "pearson", "global_step", "eval_examples"}
-  objective = finetuning.SentenceSimilarityObjective(task)
+  objective = SentenceSimilarityObjective(task)
   run = finetuning.FineTuning(options(glue_dir, tmp_path / "run", init_checkpoint=path), objective, ONE_DEVICE)
   run.train()
   assert objective.score_range == (3.8, 5.0)  # the train split's extremes
@@ -393,14 +424,14 @@ def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained)
   run.predict()
   cosines = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
   # The exported sentence_embedding gives the encoder's embeddings, whose dot product is the cosine predicted.
-  module = serving.AlbertServingModule(run.model.encoder, GraphTokenizer(SP8K_MODEL), SEQ)
+  module = saved_model.AlbertServingModule(run.model.encoder, GraphTokenizer(SP8K_MODEL), SEQ)
   embeddings = module.sentence_embedding(tf.constant(["A girl sings.", "A girl talks."]))["embedding"]
   assert embeddings.shape == (2, 32)
   assert float(tf.reduce_sum(embeddings[0] * embeddings[1])) == pytest.approx(cosines[0, 0], abs=1e-5)
   # Its checkpoints are encoder checkpoints: AlbertEncoder and tools/export_saved_model.py read them.
   checkpoint_lib.restore_checkpoint(albert_tf.AlbertEncoder(albert_tf.AlbertConfig(**CONFIG)), str(tmp_path / "run"))
   with pytest.raises(TaskError, match="not a regression of pairs"):
-    finetuning.SentenceSimilarityObjective(get_task("mrpc"))
+    SentenceSimilarityObjective(get_task("mrpc"))
 
 
 def test_tsv_labels_are_kept_for_later_runs(tmp_path):
@@ -409,11 +440,11 @@ def test_tsv_labels_are_kept_for_later_runs(tmp_path):
   write(tmp_path / "data" / "test.tsv", ["c\tfine"])
   tsv_format = TsvFormat(text_a_column=1, label_column=0)
   finetuning.run(options(tmp_path / "data", tmp_path / "run", do_eval=False, do_predict=False),
-                 finetuning.ClassifierObjective(get_task("tsv", tsv_format)), ONE_DEVICE)
+                 ClassifierObjective(get_task("tsv", tsv_format)), ONE_DEVICE)
   # A prediction-only run has no train split to learn the label order from: it takes the run's.
   task = get_task("tsv", tsv_format)
   finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False, do_eval=False),
-                 finetuning.ClassifierObjective(task), ONE_DEVICE)
+                 ClassifierObjective(task), ONE_DEVICE)
   assert task.label_list == ("a", "b", "c")
   model = restored_classifier(task, str(tmp_path / "run"))
   logits = model(GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(["fine"]), None, SEQ))["logits"]
@@ -421,7 +452,7 @@ def test_tsv_labels_are_kept_for_later_runs(tmp_path):
   assert read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1] == [guid, task.label_list[int(np.argmax(logits))]]
   other = get_task("tsv", dataclasses.replace(tsv_format, label_list=("c", "b", "a")))
   with pytest.raises(TaskError, match="was trained with labels \\['a', 'b', 'c'\\]"):
-    finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False), finetuning.ClassifierObjective(
+    finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False), ClassifierObjective(
         other), ONE_DEVICE)
 
 
@@ -431,7 +462,7 @@ def test_bad_input_fails_before_training_and_writes_nothing(glue_dir, tmp_path):
   def refused(error, match, data_dir=glue_dir, **changes):
     output_dir = tmp_path / "run"
     with pytest.raises(error, match=match):
-      finetuning.run(options(data_dir, output_dir, **changes), finetuning.ClassifierObjective(task), ONE_DEVICE)
+      finetuning.run(options(data_dir, output_dir, **changes), ClassifierObjective(task), ONE_DEVICE)
     assert not output_dir.exists()
 
   rows = GLUE_FILES["RTE/train.tsv"]
@@ -446,7 +477,7 @@ def test_bad_input_fails_before_training_and_writes_nothing(glue_dir, tmp_path):
   refused(TaskError, "test.tsv: no examples: the file is empty")
   refused(ValueError, "has 8000 pieces but the model's vocab_size is 120",
           albert_config=albert_tf.AlbertConfig(**dict(CONFIG, vocab_size=120)))
-  refused(training.TrainingError, "needs a fine-tuned checkpoint", do_train=False)
+  refused(TrainingError, "needs a fine-tuned checkpoint", do_train=False)
   refused(FileNotFoundError, "Checkpoint not found", init_checkpoint=str(tmp_path / "nowhere"))
   refused(ValueError, "--train_batch_size=0 must be a positive multiple", train_batch_size=0)
 
@@ -480,7 +511,7 @@ def test_run_classifier_tool_trains_evaluates_predicts_and_exports(glue_dir, tmp
                     "--learning_rate=1e-3", f"--export_dir={tmp_path / 'export'}")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "step 2/2 | loss" in result.stderr and "examples/s | ETA" in result.stderr
-  assert "f1 = " in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  assert "f1 = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   assert len(read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)) == 2
   assert os.listdir(tmp_path / "run" / "train") and os.listdir(tmp_path / "run" / "eval")  # TensorBoard
   loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
@@ -496,7 +527,7 @@ def test_train_sentence_encoder_tool(glue_dir, tmp_path):
             "--train_step=2", "--save_checkpoints_steps=2", "--iterations_per_loop=2"]
   result = run_tool("train_sentence_encoder.py", *common, "--score_range=0,5")
   assert result.returncode == 0, result.stderr[-3000:]
-  assert "spearman = " in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  assert "spearman = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text()) == {"task": "sts-b",
                                                                                    "score_range": [0.0, 5.0]}
   bad = run_tool("train_sentence_encoder.py", *common, "--score_range=5")
@@ -559,4 +590,4 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path, t
   for key, value in expected.items():
     np.testing.assert_allclose(actual[key], value, atol=1e-6, rtol=0, err_msg=key)
   # Every checkpoint was scored, the one written just before the kill too, so the same one is best.
-  assert training.read_best_info(str(killed_dir)) == training.read_best_info(str(tmp_path / "straight"))
+  assert run_directory.read_best_info(str(killed_dir)) == run_directory.read_best_info(str(tmp_path / "straight"))

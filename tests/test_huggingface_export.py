@@ -12,9 +12,9 @@ import torch
 import transformers
 
 import albert_tf
-from albert_tf.checkpoint import build_model_for_checkpoint, save_checkpoint
-from albert_tf.huggingface import export_to_hf
-from albert_tf.tokenization import SentencePieceTokenizer
+from albert_tf.interop.huggingface import export_to_hf
+from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
 
 SHAPES = {
@@ -165,8 +165,8 @@ def test_export_tool_tokenizer_with_default_flags_matches_ours_on_latin_text(tmp
 
 @requires_shared(SP8K_MODEL)
 def test_export_tool_on_a_run_classifier_directory(tmp_path):
-  from albert_tf import distribution, finetuning
-  from albert_tf.tasks import TsvFormat, get_task
+  from albert_tf.data.tasks import TsvFormat, get_task
+  from albert_tf.training import distribution, finetuning, finetuning_objectives
   data = tmp_path / "data"
   data.mkdir()
   (data / "train.tsv").write_text("a good film\tgood\na bad film\tbad\nso so\tmeh\n", encoding="utf-8")
@@ -176,7 +176,7 @@ def test_export_tool_on_a_run_classifier_directory(tmp_path):
   finetuning.run(finetuning.FineTuningOptions(
       data_dir=str(data), output_dir=str(tmp_path / "run"), albert_config=config, spm_model_file=SP8K_MODEL,
       max_seq_length=32, do_train=True, train_batch_size=2, train_step=2, save_checkpoints_steps=2,
-      iterations_per_loop=2, learning_rate=1e-3), finetuning.ClassifierObjective(task),
+      iterations_per_loop=2, learning_rate=1e-3), finetuning_objectives.ClassifierObjective(task),
       distribution.get_strategy("one_device"))
   result = run_export_hf(f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
                          f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",

@@ -5,8 +5,8 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-from albert_tf import metrics
-from albert_tf.tasks import TsvFormat, get_task
+from albert_tf.data.tasks import TsvFormat, get_task
+from albert_tf.training import metrics
 
 
 def test_hand_computed_values():

@@ -8,7 +8,7 @@ import torch
 import transformers
 
 import albert_tf
-from albert_tf import layers
+from albert_tf.modeling import layers
 from conftest import REPO, padded_batch, randomize, tiny_config
 
 # transformers.AlbertModel's parameter counts for Google's v2 configs (keras-hub presets agree).

@@ -7,8 +7,8 @@ import tf_keras
 
 from official.modeling.optimization import lamb
 
-from albert_tf.optimization import (EXCLUDE_FROM_WEIGHT_DECAY, GoogleLAMB, WarmupPolynomialDecay,
-                                    create_optimizer)
+from albert_tf.training.optimization import (EXCLUDE_FROM_WEIGHT_DECAY, GoogleLAMB, WarmupPolynomialDecay,
+                                             create_optimizer)
 
 KERNEL = "albert_pretrainer/encoder/group_0_inner_0/query/kernel"
 BIAS = "albert_pretrainer/encoder/group_0_inner_0/query/bias"

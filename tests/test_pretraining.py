@@ -13,10 +13,12 @@ import tensorflow as tf
 import tf_keras
 
 import albert_tf
-from albert_tf import checkpoint as checkpoint_lib
-from albert_tf import distribution, pretraining, training
-from albert_tf.data import pretraining_data
+from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
+from albert_tf.errors import TrainingError
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.training import distribution, pretraining, run_directory
+from albert_tf.training.pretraining_objective import PretrainingObjective
 from conftest import REPO, SHARED, SP8K_MODEL, free_ports, kill_once_a_checkpoint_is_written, requires_shared
 
 pytestmark = requires_shared(SP8K_MODEL)
@@ -32,14 +34,15 @@ def records(tmp_path_factory):
   """Two shards of real Korean pretraining records."""
   directory = tmp_path_factory.mktemp("records")
   outputs = [str(directory / "train-0.tfrecord"), str(directory / "train-1.tfrecord")]
-  pretraining_data.create_pretraining_data(
-      [os.path.join(SHARED, "corpus", "ko_law.txt")], outputs, pretraining_data.TokenizerOptions(SP8K_MODEL),
+  pretraining_writer.create_pretraining_data(
+      [os.path.join(SHARED, "corpus", "ko_law.txt")], outputs, pretraining_writer.TokenizerOptions(SP8K_MODEL),
       InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS), dupe_factor=2, progress=False)
   return outputs
 
 
 def options(records, output_dir, **changes):
-  values = dict(input_file=",".join(records), output_dir=str(output_dir), albert_config=albert_tf.AlbertConfig(**CONFIG),
+  values = dict(input_file=",".join(records), output_dir=str(output_dir),
+                albert_config=albert_tf.AlbertConfig(**CONFIG),
                 max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, train_batch_size=8, eval_batch_size=8,
                 learning_rate=1e-3, num_train_steps=6, num_warmup_steps=2, save_checkpoints_steps=3,
                 iterations_per_loop=2, max_eval_steps=3)
@@ -81,12 +84,12 @@ def test_loss_is_googles_formula():
   batch = {"masked_lm_ids": tf.constant([[1, 2, 0], [4, 0, 0]]),
            "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
            "sentence_order_labels": tf.constant([0, 1])}
-  sums = pretraining.batch_sums(FixedOutputs(mlm_logits=mlm_logits, sop_logits=sop_logits), batch,
+  sums = PretrainingObjective().batch_sums(FixedOutputs(mlm_logits=mlm_logits, sop_logits=sop_logits), batch,
                                 training=False).numpy()
   log_probs = tf.nn.log_softmax(mlm_logits).numpy()
   expected_mlm = -(log_probs[0, 0, 1] + log_probs[0, 1, 2] + log_probs[1, 0, 4]) / (3 + 1e-5)
   sop_log_probs = tf.nn.log_softmax(sop_logits).numpy()
-  metrics = pretraining.metrics_from_sums(sums)
+  metrics = PretrainingObjective().metrics_from_sums(sums)
   assert metrics["masked_lm_loss"] == pytest.approx(expected_mlm, rel=1e-5)
   assert metrics["sentence_order_loss"] == pytest.approx(-(sop_log_probs[0, 0] + sop_log_probs[1, 1]) / 2, rel=1e-5)
   assert metrics["sentence_order_accuracy"] == 0.5
@@ -133,7 +136,7 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
     np.testing.assert_array_equal(first[key], second[key], err_msg=key)
     np.testing.assert_allclose(first[key], one_device[key], atol=1e-5, rtol=0, err_msg=key)
   assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("model.ckpt-6")
-  assert "global_step = 6" in (tmp_path / "run" / training.EVAL_RESULTS).read_text()
+  assert "global_step = 6" in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   assert not [name for name in os.listdir(tmp_path / "run") if name.startswith(".worker")]
 
 
@@ -226,13 +229,13 @@ def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path, mo
   run_options = options(records, tmp_path, do_eval=True, eval_input_file=records[1], num_train_steps=9,
                         learning_rate=1e-2)
   evaluations = []
-  write_eval_results = training.write_eval_results
-  monkeypatch.setattr(training, "write_eval_results",
+  write_eval_results = run_directory.write_eval_results
+  monkeypatch.setattr(run_directory, "write_eval_results",
                       lambda output_dir, metrics, names: (evaluations.append(dict(metrics)),
                                                           write_eval_results(output_dir, metrics, names)))
   results = pretraining.run(run_options, distribution.get_strategy("one_device"))
   monkeypatch.undo()
-  text = (tmp_path / training.EVAL_RESULTS).read_text()
+  text = (tmp_path / run_directory.EVAL_RESULTS).read_text()
   for key in ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss",
               "global_step = 9"):
     assert key in text
@@ -242,9 +245,9 @@ def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path, mo
   accuracies = [e["masked_lm_accuracy"] for e in evaluations]
   assert len(set(accuracies)) > 1, accuracies  # otherwise any choice would pass
   best_step = evaluations[int(np.argmax(accuracies))]["global_step"]
-  assert training.read_best_info(str(tmp_path)) == {"global_step": best_step,
+  assert run_directory.read_best_info(str(tmp_path)) == {"global_step": best_step,
                                                      "masked_lm_accuracy": max(accuracies)}
-  best_weights = tf.train.load_checkpoint(str(tmp_path / training.BEST_CHECKPOINT))
+  best_weights = tf.train.load_checkpoint(str(tmp_path / run_directory.BEST_CHECKPOINT))
   step_weights = tf.train.load_checkpoint(str(tmp_path / f"model.ckpt-{best_step}"))
   model_keys = [key for key in best_weights.get_variable_to_shape_map() if key.startswith("model/")]
   assert model_keys
@@ -254,7 +257,8 @@ def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path, mo
   encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig(**CONFIG))
   checkpoint_lib.restore_checkpoint(encoder, str(tmp_path / "model.ckpt-best"))
   # An eval-only run reads the last checkpoint of the directory.
-  evaluation = pretraining.run(dataclasses.replace(run_options, do_train=False), distribution.get_strategy("one_device"))
+  evaluation = pretraining.run(dataclasses.replace(run_options, do_train=False),
+                               distribution.get_strategy("one_device"))
   assert evaluation["eval"]["global_step"] == 9
 
 
@@ -263,7 +267,7 @@ def test_non_finite_loss_stops_with_a_clear_error(records, tmp_path):
   model(model.dummy_inputs())
   model.encoder.pooler.kernel.assign(tf.fill(model.encoder.pooler.kernel.shape, np.nan))
   checkpoint_lib.save_checkpoint(model, str(tmp_path / "nan" / "ckpt"))
-  with pytest.raises(training.TrainingError, match="non-finite.*no checkpoint was written yet"):
+  with pytest.raises(TrainingError, match="non-finite.*no checkpoint was written yet"):
     pretraining.run(options(records, tmp_path / "run", init_checkpoint=str(tmp_path / "nan")),
                     distribution.get_strategy("one_device"))
   assert tf.train.latest_checkpoint(str(tmp_path / "run")) is None
@@ -336,7 +340,7 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   # A run directory of another config: refused, its files untouched.
   pretraining.run(options(records, tmp_path / "d", num_train_steps=3), strategy)
   before = {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
-  with pytest.raises(training.TrainingError, match="holds a run of another config.*hidden_size"):
+  with pytest.raises(TrainingError, match="holds a run of another config.*hidden_size"):
     pretraining.Pretraining(options(records, tmp_path / "d", albert_config=albert_tf.AlbertConfig(
         **dict(CONFIG, hidden_size=64))), strategy)
   assert before == {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
@@ -353,7 +357,8 @@ def test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios
   model = FixedOutputs(mlm_logits=mlm_logits, sop_logits=sop_logits)
   # This replica holds 2 of a global batch of 8: its SOP term is over 8, its MLM term over the (one-replica)
   # weight sum, so that the replicas' shares add up to the loss of the whole batch.
-  loss, sums = tf.distribute.OneDeviceStrategy("/cpu:0").run(pretraining.replica_loss(model, 8), args=(batch,))
+  loss, sums = tf.distribute.OneDeviceStrategy("/cpu:0").run(PretrainingObjective().replica_loss(model, 8),
+                                                             args=(batch,))
   assert model.training is True
   log_probs = tf.nn.log_softmax(mlm_logits).numpy()
   mlm_ce = -(log_probs[0, 0, 1] + log_probs[0, 1, 2] + log_probs[1, 0, 4])
@@ -364,8 +369,9 @@ def test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios
   np.testing.assert_allclose(sums.numpy(), [mlm_ce, 3.0, mlm_correct, sop_ce, 1.0, 2.0], rtol=1e-6)
 
   # One example, one weight of 0.5 (a partly weighted position) and one right prediction.
-  metrics = pretraining.metrics_from_sums([6.0, 0.5, 0.5, 0.9, 1.0, 1.0])
+  metrics = PretrainingObjective().metrics_from_sums([6.0, 0.5, 0.5, 0.9, 1.0, 1.0])
   assert metrics == pytest.approx({"masked_lm_loss": 6.0 / 0.50001, "masked_lm_accuracy": 1.0,
                                    "sentence_order_loss": 0.9, "sentence_order_accuracy": 1.0,
                                    "loss": 6.0 / 0.50001 + 0.9}, rel=1e-9)
-  assert pretraining.metrics_from_sums([0.0] * 6)["masked_lm_accuracy"] == 0.0  # nothing masked: no division by 0
+  # Nothing masked: no division by 0.
+  assert PretrainingObjective().metrics_from_sums([0.0] * 6)["masked_lm_accuracy"] == 0.0

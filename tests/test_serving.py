@@ -12,10 +12,10 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import serving
-from albert_tf.checkpoint import save_checkpoint
-from albert_tf.graph_tokenization import PYTHON_WHITESPACE, GraphTokenizer
-from albert_tf.tokenization import SentencePieceTokenizer
+from albert_tf.modeling.checkpoints import save_checkpoint
+from albert_tf.serving import saved_model
+from albert_tf.text.graph_tokenizer import PYTHON_WHITESPACE, GraphTokenizer
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
 
 CORPUS = os.path.join(SHARED, "corpus")
@@ -86,11 +86,19 @@ def test_packing_truncates_pairs_as_google_does():
   texts_b = [" ".join(rng.choice(words, rng.integers(0, 12))) if i % 3 else "" for i in range(200)]
   for max_seq_length in (5, 16):
     packed = graph_tokenizer.encode_and_pack(tf.constant(texts_a), tf.constant(texts_b), max_seq_length)
+    single = graph_tokenizer.encode_and_pack(tf.constant(texts_a), None, max_seq_length)  # no text_b at all
     for row, (text_a, text_b) in enumerate(zip(texts_a, texts_b)):
-      ids, mask, types = python_pack(python_tokenizer, text_a, text_b, max_seq_length)
-      assert packed["input_word_ids"][row].numpy().tolist() == ids, (text_a, text_b)
-      assert packed["input_mask"][row].numpy().tolist() == mask
-      assert packed["input_type_ids"][row].numpy().tolist() == types
+      for inputs, second in ((packed, text_b), (single, "")):
+        ids, mask, types = python_pack(python_tokenizer, text_a, second, max_seq_length)
+        assert inputs["input_word_ids"][row].numpy().tolist() == ids, (text_a, second)
+        assert inputs["input_mask"][row].numpy().tolist() == mask
+        assert inputs["input_type_ids"][row].numpy().tolist() == types
+
+
+@requires_shared(SP8K_MODEL)
+def test_graph_tokenizer_defaults_are_googles_lower_case_without_accents():
+  ids = GraphTokenizer(SP8K_MODEL).encode(tf.constant(["Café NAÏVE"])).to_list()[0]
+  assert ids == SentencePieceTokenizer(SP8K_MODEL).sp_model.EncodeAsIds("cafe naive")
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +110,7 @@ def exported(tmp_path_factory):
   model(model.dummy_inputs())
   randomize(model, scale=0.1)
   export_dir = str(tmp_path_factory.mktemp("serving") / "albert")
-  path = serving.export_saved_model(model, export_dir, SP8K_MODEL, MAX_SEQ_LENGTH, fill_mask_top_k=4)
+  path = saved_model.export_saved_model(model, export_dir, SP8K_MODEL, MAX_SEQ_LENGTH, fill_mask_top_k=4)
   return model, path
 
 
@@ -116,9 +124,9 @@ def test_export_writes_a_versioned_directory_with_assets(exported):
   assert os.path.basename(path) == "1"
   assert sorted(os.listdir(os.path.join(path, "assets"))) == ["albert_config.json", "spiece.model"]
   assert albert_tf.AlbertConfig.from_json_file(os.path.join(path, "assets", "albert_config.json")) == model.config
-  assert serving.next_version(os.path.dirname(path)) == 2
+  assert saved_model.next_version(os.path.dirname(path)) == 2
   with pytest.raises(ValueError, match="already exists"):
-    serving.export_saved_model(model, os.path.dirname(path), SP8K_MODEL, MAX_SEQ_LENGTH, version=1)
+    saved_model.export_saved_model(model, os.path.dirname(path), SP8K_MODEL, MAX_SEQ_LENGTH, version=1)
   assert sorted(os.listdir(os.path.dirname(path))) == ["1"]
 
 
@@ -250,7 +258,7 @@ def test_export_refuses_a_vocabulary_that_is_not_the_models(tmp_path):
   model = albert_tf.AlbertEncoder(tiny_config())
   model(model.dummy_inputs())
   with pytest.raises(ValueError, match="has 8000 pieces but the model's vocab_size is 120"):
-    serving.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, 16)
+    saved_model.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, 16)
   assert not (tmp_path / "export").exists()
 
 
@@ -300,11 +308,11 @@ def test_a_version_directory_appears_only_once_complete(tmp_path, monkeypatch):
 
   monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
   with pytest.raises(KeyboardInterrupt):
-    serving.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
+    saved_model.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
   assert seen_while_saving == [[".1.incomplete"]]  # written aside, under a name TF Serving ignores
   assert os.listdir(export_dir) == []  # and removed on failure
   monkeypatch.setattr(tf.saved_model, "save", save)
-  path = serving.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
+  path = saved_model.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
   assert os.listdir(export_dir) == ["1"] and path == str(export_dir / "1")
   assert "serving_default" in tf.saved_model.load(path).signatures
 

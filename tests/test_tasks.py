@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from albert_tf import tasks
-from albert_tf.tasks import KNOWN_TASKS, Example, TaskError, TsvFormat, get_task
+from albert_tf.data import tasks
+from albert_tf.data.tasks import KNOWN_TASKS, Example, TaskError, TsvFormat, get_task
+from albert_tf.errors import DataError
 from conftest import GLUE_FILES, SHARED, requires_shared, write
 
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -190,7 +191,7 @@ def test_empty_file(tmp_path, lines, header):
 
 def test_not_utf8(tmp_path):
   path = write(tmp_path / "train.tsv", ["1\tplain", "0\tcaf\xe9 latin-1"], encoding="latin-1")
-  with pytest.raises(TaskError, match=at(path, 2) + " not UTF-8"):
+  with pytest.raises(DataError, match=at(path, 2) + " not UTF-8"):
     get_task("tsv", TsvFormat(text_a_column=1, label_column=0)).read_examples(path, "train")
 
 

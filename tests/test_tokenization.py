@@ -2,7 +2,8 @@ import os
 
 import pytest
 
-from albert_tf.tokenization import SentencePieceTokenizer, preprocess_text, strip_accents
+from albert_tf.text.sentencepiece_training import train_sentencepiece
+from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text, strip_accents
 from conftest import SHARED, SP8K_MODEL, requires_shared
 
 pytestmark = requires_shared(SP8K_MODEL)
@@ -46,11 +47,45 @@ def test_special_tokens_in_text_are_recognised_even_glued_to_korean():
   assert tokenizer.mask_id in tokenizer.encode("The capital is [MASK].")
 
 
+def test_special_tokens_in_text_can_stay_plain_text():
+  # Pretraining data encodes them as text, as Google's tool does: one SentencePiece call over the whole line.
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL, do_lower_case=False)
+  text = "x[MASK]y and [CLS] z"
+  assert tokenizer.tokenize(text, special_tokens_in_text=False) == tokenizer.sp_model.EncodeAsPieces(text)
+  assert tokenizer.encode(text, special_tokens_in_text=False) == tokenizer.sp_model.EncodeAsIds(text)
+  assert tokenizer.mask_id not in tokenizer.encode(text, special_tokens_in_text=False)
+
+
 def test_google_digit_comma_rule():
   tokenizer = SentencePieceTokenizer(SP8K_MODEL, do_lower_case=False)
   assert "\u25811," in [tokenizer.sp_model.IdToPiece(i) for i in range(tokenizer.vocab_size)]
   pieces = tokenizer.tokenize("1, 2 and 1,000")
   assert "\u25811," not in pieces and pieces[:2] == ["\u25811", ","]
+
+
+def test_google_digit_comma_rule_inside_a_word(tmp_path):
+  """A digit-comma piece without the word-start mark: Google re-encodes its digits and drops the mark that
+  re-encoding adds, so no "▁" appears inside the word."""
+  corpus = tmp_path / "numbers.txt"
+  corpus.write_text("".join(f"item {i} costs {i * 7} and 21 or 7 more, said x{i}\n" for i in range(300)))
+  symbols = ["8,", "21,", "49,", "305,"]  # user-defined: whole pieces wherever they occur, inside words too
+  model = train_sentencepiece(str(corpus), str(tmp_path / "numbers"), vocab_size=120, character_coverage=1.0,
+                              user_defined_symbols=symbols)
+  tokenizer = SentencePieceTokenizer(model, do_lower_case=False)
+  lone_marks = set()
+  for symbol in symbols:
+    lone_marks.add(tokenizer.sp_model.EncodeAsPieces(symbol[:-1])[0] == "\u2581")
+    for text in (f"x{symbol}", symbol):
+      pieces = tokenizer.tokenize(text)
+      assert all(pieces) and "".join(pieces) == "\u2581" + text, (text, pieces)
+      assert pieces[-1] == "," and symbol not in pieces, (text, pieces)
+  assert lone_marks == {True, False}  # both of Google's cases: a lone "▁" first, and "▁" glued to a digit
+
+
+def test_default_options_are_googles_lower_case_without_accents():
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  assert tokenizer.encode("Café NAÏVE") == tokenizer.sp_model.EncodeAsIds("cafe naive")
+  assert tokenizer.spm_model_file == SP8K_MODEL
 
 
 def test_bad_models_are_reported(tmp_path):

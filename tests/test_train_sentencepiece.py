@@ -5,8 +5,8 @@ import sys
 import pytest
 import sentencepiece as spm
 
-from albert_tf.tokenization import SPECIAL_TOKENS, SentencePieceTokenizer, preprocess_text
-from albert_tf.vocab import train_sentencepiece
+from albert_tf.text.sentencepiece_training import train_sentencepiece
+from albert_tf.text.tokenizer import SPECIAL_TOKENS, SentencePieceTokenizer, preprocess_text
 from conftest import REPO, SHARED, requires_shared
 
 KO_LAW = os.path.join(SHARED, "corpus", "ko_law.txt")

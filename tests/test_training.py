@@ -8,8 +8,10 @@ import tensorflow as tf
 import tf_keras
 
 import albert_tf
-from albert_tf import checkpoint as checkpoint_lib
-from albert_tf import training
+from albert_tf.errors import TrainingError
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.training import loop
+from albert_tf.training import run_directory
 from conftest import tiny_config
 
 
@@ -24,7 +26,7 @@ class Weights(tf.Module):
 def best_value(output_dir):
   model = Weights()
   tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}).read(
-      str(output_dir / training.BEST_CHECKPOINT)).assert_consumed()
+      str(output_dir / run_directory.BEST_CHECKPOINT)).assert_consumed()
   return model.kernel.numpy()
 
 
@@ -37,7 +39,7 @@ def test_keep_if_best_keeps_the_first_best_in_its_direction(tmp_path, higher_is_
   kept = []
   for step, score in enumerate(scores, 1):
     model.kernel.assign(tf.fill([3], float(step)))
-    kept.append(training.keep_if_best(str(tmp_path), model, {"global_step": step, "score": score}, "score",
+    kept.append(run_directory.keep_if_best(str(tmp_path), model, {"global_step": step, "score": score}, "score",
                                       higher_is_better))
   expected_kept = []
   best = None
@@ -46,7 +48,7 @@ def test_keep_if_best_keeps_the_first_best_in_its_direction(tmp_path, higher_is_
     expected_kept.append(better)
     best = score if better else best
   assert kept == expected_kept
-  assert json.loads((tmp_path / training.BEST_CHECKPOINT_INFO).read_text()) == {
+  assert json.loads((tmp_path / run_directory.BEST_CHECKPOINT_INFO).read_text()) == {
       "global_step": best_step, "score": scores[best_step - 1]}
   np.testing.assert_array_equal(best_value(tmp_path), [best_step] * 3)
 
@@ -55,8 +57,8 @@ STRATEGY = tf.distribute.OneDeviceStrategy("/cpu:0")
 
 
 def one_device_step(model, optimizer, loss_fn, loss_scaling=False):
-  """One `training.replica_train_step` of `loss_fn` (model and optimizer made in STRATEGY's scope)."""
-  step = training.replica_train_step(model, optimizer, lambda batch: (loss_fn(batch), tf.zeros([1])),
+  """One `loop.replica_train_step` of `loss_fn` (model and optimizer made in STRATEGY's scope)."""
+  step = loop.replica_train_step(model, optimizer, lambda batch: (loss_fn(batch), tf.zeros([1])),
                                      loss_scaling)
   STRATEGY.run(tf.function(step), args=(tf.constant(1.0),))
 
@@ -100,7 +102,7 @@ def test_float16_loss_scaling_keeps_gradients_that_float16_cannot_hold():
 
 
 def test_loop_schedule_stops_for_logs_checkpoints_and_the_end():
-  schedule = training.LoopSchedule(num_train_steps=25, iterations_per_loop=10, save_checkpoints_steps=7,
+  schedule = loop.LoopSchedule(num_train_steps=25, iterations_per_loop=10, save_checkpoints_steps=7,
                                    log_steps=4)
   stops, step = [], 0
   while step < schedule.num_train_steps:
@@ -109,30 +111,30 @@ def test_loop_schedule_stops_for_logs_checkpoints_and_the_end():
   assert stops == [4, 7, 8, 12, 14, 16, 20, 21, 24, 25]
   assert [s for s in stops if schedule.is_checkpoint_step(s)] == [7, 14, 21, 25]
   # Without log_steps, a line every iterations_per_loop steps.
-  default = training.LoopSchedule(num_train_steps=25, iterations_per_loop=10, save_checkpoints_steps=7)
+  default = loop.LoopSchedule(num_train_steps=25, iterations_per_loop=10, save_checkpoints_steps=7)
   stops, step = [], 0
   while step < default.num_train_steps:
     step += default.steps_to_next_stop(step)
     stops.append(step)
   assert stops == [7, 10, 14, 20, 21, 25]
   # A host loop never runs more than iterations_per_loop steps.
-  short_loops = training.LoopSchedule(num_train_steps=9, iterations_per_loop=2, save_checkpoints_steps=5,
+  short_loops = loop.LoopSchedule(num_train_steps=9, iterations_per_loop=2, save_checkpoints_steps=5,
                                       log_steps=4)
   assert [short_loops.steps_to_next_stop(s) for s in (0, 2, 4, 5, 7, 8)] == [2, 2, 1, 2, 1, 1]
 
 
 def test_run_directory_of_another_config_is_refused(tmp_path):
-  training.write_config(str(tmp_path), tiny_config())
-  training.check_run_directory(str(tmp_path), tiny_config())  # the same config resumes
-  with pytest.raises(training.TrainingError, match="hidden_size: 32 there vs 64 now"):
-    training.check_run_directory(str(tmp_path), tiny_config(hidden_size=64))
-  training.write_config(str(tmp_path), tiny_config(hidden_size=64))  # never rewritten
-  training.check_run_directory(str(tmp_path), tiny_config())
+  run_directory.write_config(str(tmp_path), tiny_config())
+  run_directory.check_run_directory(str(tmp_path), tiny_config())  # the same config resumes
+  with pytest.raises(TrainingError, match="hidden_size: 32 there vs 64 now"):
+    run_directory.check_run_directory(str(tmp_path), tiny_config(hidden_size=64))
+  run_directory.write_config(str(tmp_path), tiny_config(hidden_size=64))  # never rewritten
+  run_directory.check_run_directory(str(tmp_path), tiny_config())
   # A key that only one of the two configs has is a difference too.
   extra = tiny_config()
   extra.extra["classifier_dropout_prob"] = 0.2
-  with pytest.raises(training.TrainingError, match="classifier_dropout_prob: None there vs 0.2 now"):
-    training.check_run_directory(str(tmp_path), extra)
+  with pytest.raises(TrainingError, match="classifier_dropout_prob: None there vs 0.2 now"):
+    run_directory.check_run_directory(str(tmp_path), extra)
 
 
 def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path):
@@ -141,27 +143,28 @@ def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path
   bias = model.pooler.bias
   step = tf.Variable(0, dtype=tf.int64)
   checkpoint = tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}, step=step)
-  assert training.restore_latest(str(tmp_path), model, checkpoint) is None
+  assert run_directory.restore_latest(str(tmp_path), model, checkpoint) is None
   manager = tf.train.CheckpointManager(checkpoint, str(tmp_path), max_to_keep=3,
-                                       checkpoint_name=training.CHECKPOINT_NAME)
+                                       checkpoint_name=checkpoint_lib.CHECKPOINT_NAME)
   for value in (4, 8):
     bias.assign(tf.fill(bias.shape, float(value)))
     step.assign(value)
-    training.save_run_checkpoint(manager, value, is_chief=True)
+    run_directory.save_run_checkpoint(manager, value, is_chief=True)
   bias.assign(tf.zeros(bias.shape))
   step.assign(0)
-  assert training.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
+  assert run_directory.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
   assert int(step.numpy()) == 8
   np.testing.assert_array_equal(bias.numpy(), 8.0)
 
 
 def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(tmp_path):
-  assert training.last_evaluated_step(str(tmp_path)) is None and training.read_best_info(str(tmp_path)) is None
-  training.write_eval_results(str(tmp_path), {"global_step": 12, "accuracy": 0.5, "loss": 0.7}, ["accuracy"])
-  assert training.last_evaluated_step(str(tmp_path)) == 12
-  assert (tmp_path / training.EVAL_RESULTS).read_text() == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
-  assert not training.awaits_evaluation(str(tmp_path), "model.ckpt-12", 12)  # scored before the stop
-  assert training.awaits_evaluation(str(tmp_path), "model.ckpt-15", 15)  # written, then the run died
-  assert not training.awaits_evaluation(str(tmp_path), None, 0)  # a new run: nothing to score
-  (tmp_path / training.EVAL_RESULTS).write_text("accuracy = 0.5\n")
-  assert training.last_evaluated_step(str(tmp_path)) is None
+  assert run_directory.last_evaluated_step(str(tmp_path)) is None
+  assert run_directory.read_best_info(str(tmp_path)) is None
+  run_directory.write_eval_results(str(tmp_path), {"global_step": 12, "accuracy": 0.5, "loss": 0.7}, ["accuracy"])
+  assert run_directory.last_evaluated_step(str(tmp_path)) == 12
+  assert (tmp_path / run_directory.EVAL_RESULTS).read_text() == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
+  assert not run_directory.awaits_evaluation(str(tmp_path), "model.ckpt-12", 12)  # scored before the stop
+  assert run_directory.awaits_evaluation(str(tmp_path), "model.ckpt-15", 15)  # written, then the run died
+  assert not run_directory.awaits_evaluation(str(tmp_path), None, 0)  # a new run: nothing to score
+  (tmp_path / run_directory.EVAL_RESULTS).write_text("accuracy = 0.5\n")
+  assert run_directory.last_evaluated_step(str(tmp_path)) is None

@@ -28,11 +28,13 @@ from absl import flags
 import numpy as np
 
 from albert_tf import cli
-from albert_tf import distribution
-from albert_tf import finetuning
-from albert_tf import metrics
-from albert_tf.config import AlbertConfig
-from albert_tf.tasks import TsvFormat, get_task
+from albert_tf.data.tasks import TsvFormat, get_task
+from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.training import distribution
+from albert_tf.training import finetuning
+from albert_tf.training import finetuning_objectives
+from albert_tf.training import metrics
 
 FLAGS = flags.FLAGS
 
@@ -68,7 +70,7 @@ def read_ratings(path: str) -> List[Tuple[int, float, str]]:
   with open(path, encoding="utf-8") as reader:
     for line_number, row in enumerate(csv.reader(reader, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
       if len(row) != 3:
-        raise ValueError(f"{path}, line {line_number}: {len(row)} columns; expected id, rating, sentence.")
+        raise DataError(f"{path}, line {line_number}: {len(row)} columns; expected id, rating, sentence.")
       rows.append((int(row[0]), float(row[1]), row[2]))
   return rows
 
@@ -85,7 +87,7 @@ def prepare(finetune_dir: str, output_dir: str) -> Dict[str, Dict[str, List[Tupl
   datasets = {}
   names = sorted(name for name in os.listdir(finetune_dir) if name.endswith("_GroundTruth.tsv"))
   if not names:
-    raise FileNotFoundError(f"No *_GroundTruth.tsv file in {finetune_dir}.")
+    raise InputFileError(f"No *_GroundTruth.tsv file in {finetune_dir}.")
   # Every file is read and checked before anything is written.
   ratings = {name[:-len("_GroundTruth.tsv")]: read_ratings(os.path.join(finetune_dir, name)) for name in names}
   documents = []
@@ -197,7 +199,7 @@ def fine_tune(dataset: str, task_kind: str, num_train: int, output_dir: str) -> 
         keep_checkpoint_max=1, iterations_per_loop=steps_per_epoch, log_steps=max(steps_per_epoch // 4, 1),
         dropout_prob=FLAGS.dropout_prob)
     start = time.time()
-    finetuning.run(options, finetuning.ClassifierObjective(task), distribution.get_strategy("one_device"))
+    finetuning.run(options, finetuning_objectives.ClassifierObjective(task), distribution.get_strategy("one_device"))
     with open(os.path.join(run_dir, "best_checkpoint.json"), encoding="utf-8") as reader:
       best = json.load(reader)
     with open(os.path.join(run_dir, finetuning.SUBMIT_RESULTS), encoding="utf-8") as reader:
@@ -219,15 +221,15 @@ def main(argv):
   if FLAGS.prepare_only:
     return
   if not (FLAGS.albert_config_file and FLAGS.spm_model_file):
-    raise ValueError("Fine-tuning needs --albert_config_file and --spm_model_file (and --init_checkpoint).")
+    raise OptionError("Fine-tuning needs --albert_config_file and --spm_model_file (and --init_checkpoint).")
   rows = []
   for dataset in FLAGS.datasets or sorted(datasets):
     if dataset not in datasets:
-      raise ValueError(f"Unknown dataset {dataset!r}; --finetune_dir has {', '.join(sorted(datasets))}.")
+      raise OptionError(f"Unknown dataset {dataset!r}; --finetune_dir has {', '.join(sorted(datasets))}.")
     reference = baselines(datasets[dataset])
     for task_kind in FLAGS.tasks:
       if task_kind not in TASK_FORMATS:
-        raise ValueError(f"Unknown task {task_kind!r}; the tasks are {', '.join(TASK_FORMATS)}.")
+        raise OptionError(f"Unknown task {task_kind!r}; the tasks are {', '.join(TASK_FORMATS)}.")
       tuned = fine_tune(dataset, task_kind, len(datasets[dataset]["train"]), FLAGS.output_dir)
       rows.append((dataset, task_kind, reference[task_kind], tuned))
   metric = {"regression": "Pearson", "classification": "accuracy"}
@@ -240,6 +242,11 @@ def main(argv):
           f"{tuned['best_step']} | {tuned['seconds']:.0f} |")
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-benchmark-finetuning` command."""
   flags.mark_flags_as_required(["finetune_dir", "output_dir"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -11,14 +11,13 @@ import time
 
 from absl import flags
 import tensorflow as tf
-import tf_keras
 
 from albert_tf import cli
-from albert_tf import optimization
-from albert_tf import pretraining
-from albert_tf import training
-from albert_tf.config import AlbertConfig
-from albert_tf.pretrainer import AlbertPretrainer
+from albert_tf.cli import strategy_flags
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.pretrainer import AlbertPretrainer
+from albert_tf.training import loop
+from albert_tf.training.pretraining_objective import PretrainingObjective
 
 FLAGS = flags.FLAGS
 
@@ -26,8 +25,8 @@ flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the m
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
-flags.DEFINE_enum("mixed_precision", "float32", list(training.MIXED_PRECISION), "Compute dtype.")
-cli.define_strategy_flags()
+flags.DEFINE_enum("mixed_precision", "float32", list(loop.MIXED_PRECISION), "Compute dtype.")
+strategy_flags.define_strategy_flags()
 flags.DEFINE_bool("jit_compile", False, "Compile the step with XLA.")
 flags.DEFINE_integer("warmup_steps", 3, "Steps run before timing (tracing, compilation).")
 flags.DEFINE_integer("timed_steps", 20, "Steps timed, inside one tf.function call.")
@@ -52,22 +51,19 @@ def synthetic_batch(config: AlbertConfig, batch_size: int, seq_length: int, pred
 def main(argv):
   del argv
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-  strategy = cli.strategy_from_flags()
-  training.set_mixed_precision(FLAGS.mixed_precision)
-  with strategy.scope():
+  strategy = strategy_flags.strategy_from_flags()
+  with loop.run_settings(FLAGS.mixed_precision, seed=0), strategy.scope():
     model = AlbertPretrainer(config)
     model(model.dummy_inputs(), training=False)  # the step differentiates the built variables
-    optimizer = optimization.create_optimizer(1e-4, 10000, 100)
-    if FLAGS.mixed_precision == "float16":
-      optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+    optimizer = loop.create_optimizer(model, FLAGS.mixed_precision, loop.OptimizerSettings("lamb", 1e-4, 10000, 100))
   batch = synthetic_batch(config, FLAGS.train_batch_size // strategy.num_replicas_in_sync, FLAGS.max_seq_length,
                           FLAGS.max_predictions_per_seq)
   dataset = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors(batch).repeat(),
       tf.distribute.InputOptions(experimental_fetch_to_device=True))
   iterator = iter(dataset)
-  step = training.replica_train_step(model, optimizer, pretraining.replica_loss(model, FLAGS.train_batch_size),
-                                     FLAGS.mixed_precision == "float16", FLAGS.jit_compile)
+  step = loop.replica_train_step(model, optimizer, PretrainingObjective().replica_loss(model, FLAGS.train_batch_size),
+                                 FLAGS.mixed_precision == "float16", FLAGS.jit_compile)
 
   @tf.function
   def run_steps(num_steps):
@@ -93,6 +89,11 @@ def main(argv):
   print(f"examples_per_second: {examples_per_second:.1f}")
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-benchmark-pretraining` command."""
   flags.mark_flags_as_required(["albert_config_file"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

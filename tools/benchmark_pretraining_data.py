@@ -16,9 +16,9 @@ import tempfile
 from absl import flags
 
 from albert_tf import cli
-from albert_tf.data import pretraining_data
+from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
-from albert_tf.input_pipeline import expand_input_patterns
+from albert_tf.files import expand_input_patterns
 
 FLAGS = flags.FLAGS
 
@@ -50,9 +50,9 @@ def main(argv):
             writer.write(b"\n\n")
       inputs = [repeated]
     corpus_bytes = sum(os.path.getsize(path) for path in inputs)
-    summary = pretraining_data.create_pretraining_data(
+    summary = pretraining_writer.create_pretraining_data(
         inputs, [os.path.join(work, "out.tfrecord")],
-        pretraining_data.TokenizerOptions(FLAGS.spm_model_file, FLAGS.do_lower_case),
+        pretraining_writer.TokenizerOptions(FLAGS.spm_model_file, FLAGS.do_lower_case),
         InstanceOptions(max_seq_length=FLAGS.max_seq_length,
                         max_predictions_per_seq=FLAGS.max_predictions_per_seq),
         dupe_factor=FLAGS.dupe_factor, num_workers=FLAGS.num_workers, shuffle_window=FLAGS.shuffle_window,
@@ -72,6 +72,11 @@ def main(argv):
   print(f"instances_per_second: {rate:.0f}")
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-benchmark-pretraining-data` command."""
   flags.mark_flags_as_required(["input_file", "spm_model_file"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

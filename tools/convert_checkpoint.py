@@ -11,7 +11,7 @@ checked: a checkpoint that does not fit the config is reported whole and nothing
 from absl import flags
 
 from albert_tf import cli
-from albert_tf import conversion
+from albert_tf.interop import conversion
 
 FLAGS = flags.FLAGS
 
@@ -36,6 +36,11 @@ def main(argv):
   print(conversion.summary(result, paths))
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-convert-checkpoint` command."""
   flags.mark_flags_as_required(["source_format", "source", "output_dir"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -14,9 +14,10 @@ from absl import flags
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.data import pretraining_data
+from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import SINGLE_SEGMENT_POLICIES, InstanceOptions
-from albert_tf.input_pipeline import expand_input_patterns
+from albert_tf.errors import InputFileError
+from albert_tf.files import expand_input_patterns
 
 FLAGS = flags.FLAGS
 
@@ -65,11 +66,11 @@ def main(argv):
         100.0 * FLAGS.max_predictions_per_seq / FLAGS.max_seq_length, 100 * FLAGS.masked_lm_prob,
         expected_predictions)
   if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
-    raise FileNotFoundError(f"--vocab_file not found: {FLAGS.vocab_file}")
-  summary = pretraining_data.create_pretraining_data(
+    raise InputFileError(f"--vocab_file not found: {FLAGS.vocab_file}")
+  summary = pretraining_writer.create_pretraining_data(
       input_files=expand_input_patterns(FLAGS.input_file),
       output_files=[path for path in FLAGS.output_file.split(",") if path],
-      tokenizer_options=pretraining_data.TokenizerOptions(
+      tokenizer_options=pretraining_writer.TokenizerOptions(
           FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.keep_accents),
       options=options, dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
       num_workers=FLAGS.num_workers, shuffle_window=FLAGS.shuffle_window)
@@ -77,6 +78,11 @@ def main(argv):
     print(line)
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-create-pretraining-data` command."""
   flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

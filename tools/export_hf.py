@@ -13,9 +13,9 @@ from absl import flags
 from absl import logging
 
 import albert_tf
-from albert_tf import checkpoint as checkpoint_lib
 from albert_tf import cli
-from albert_tf import huggingface
+from albert_tf.interop import huggingface
+from albert_tf.modeling import checkpoints as checkpoint_lib
 
 FLAGS = flags.FLAGS
 
@@ -40,6 +40,11 @@ def main(argv):
     print(f"  {paths[name]}")
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-export-hf` command."""
   flags.mark_flags_as_required(["albert_config_file", "checkpoint", "output_dir"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -13,10 +13,10 @@ from absl import flags
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the SentencePiece op for loading)
 
-from albert_tf import checkpoint as checkpoint_lib
 from albert_tf import cli
-from albert_tf import serving
-from albert_tf.config import AlbertConfig
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.serving import saved_model
 
 FLAGS = flags.FLAGS
 
@@ -36,7 +36,7 @@ def main(argv):
   del argv
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
-  path = serving.export_saved_model(
+  path = saved_model.export_saved_model(
       model, FLAGS.export_dir, FLAGS.spm_model_file, FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case,
       keep_accents=FLAGS.keep_accents, fill_mask_top_k=FLAGS.fill_mask_top_k, version=FLAGS.export_version)
   if getattr(model, "masked_lm_head", None) is None:
@@ -45,6 +45,11 @@ def main(argv):
   print(f"Exported {prefix} ({type(model).__name__}) to {path} with signatures: {', '.join(sorted(signatures))}.")
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-export-saved-model` command."""
   flags.mark_flags_as_required(["albert_config_file", "checkpoint", "spm_model_file", "export_dir"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -21,19 +21,26 @@ takes raw text. Rerunning the same command resumes from the last checkpoint.
 from absl import flags
 
 from albert_tf import cli
-from albert_tf import finetuning
-from albert_tf import finetuning_flags
+from albert_tf.cli import finetuning_flags
+from albert_tf.cli import strategy_flags
+from albert_tf.training import finetuning
+from albert_tf.training import finetuning_objectives
 
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   del argv
-  objective = finetuning.ClassifierObjective(finetuning_flags.task_from_flags())
-  finetuning.run(finetuning_flags.options_from_flags(), objective, cli.strategy_from_flags())
+  objective = finetuning_objectives.ClassifierObjective(finetuning_flags.task_from_flags())
+  finetuning.run(finetuning_flags.options_from_flags(), objective, strategy_flags.strategy_from_flags())
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-run-classifier` command."""
   finetuning_flags.define_flags()
   flags.mark_flag_as_required("task_name")
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -12,10 +12,11 @@ crash resumes from the last checkpoint in --output_dir, input position included.
 from absl import flags
 
 from albert_tf import cli
-from albert_tf import optimization
-from albert_tf import pretraining
-from albert_tf import training
-from albert_tf.config import AlbertConfig
+from albert_tf.cli import strategy_flags
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.training import loop
+from albert_tf.training import optimization
+from albert_tf.training import pretraining
 
 FLAGS = flags.FLAGS
 
@@ -43,8 +44,8 @@ flags.DEFINE_integer("iterations_per_loop", 1000, "Steps inside one tf.function 
 flags.DEFINE_integer("max_eval_steps", 100, "Eval batches.")
 flags.DEFINE_bool("init_from_group0", False, "Initialise every parameter group from group 0 of "
                   "--init_checkpoint (a one-group model).")
-cli.define_strategy_flags()
-flags.DEFINE_enum("mixed_precision", "float32", list(training.MIXED_PRECISION),
+strategy_flags.define_strategy_flags()
+flags.DEFINE_enum("mixed_precision", "float32", list(loop.MIXED_PRECISION),
                   "Compute dtype: bfloat16 (TPU, recent GPUs) or float16 with dynamic loss scaling.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of the input order and of weight initialisation.")
 flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA (TPUs always do).")
@@ -66,9 +67,14 @@ def main(argv):
       max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
       mixed_precision=FLAGS.mixed_precision, random_seed=FLAGS.random_seed, jit_compile=FLAGS.jit_compile,
       log_steps=FLAGS.log_steps)
-  pretraining.run(options, cli.strategy_from_flags())
+  pretraining.run(options, strategy_flags.strategy_from_flags())
+
+
+def run():
+  """The `albert-run-pretraining` command."""
+  flags.mark_flags_as_required(["input_file", "output_dir", "albert_config_file"])
+  cli.run(main)
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["input_file", "output_dir", "albert_config_file"])
-  cli.run(main)
+  run()

@@ -16,8 +16,11 @@ the embeddings. Flags as tools/run_classifier.py, for a regression task of pairs
 from absl import flags
 
 from albert_tf import cli
-from albert_tf import finetuning
-from albert_tf import finetuning_flags
+from albert_tf.cli import finetuning_flags
+from albert_tf.cli import strategy_flags
+from albert_tf.errors import OptionError
+from albert_tf.training import finetuning
+from albert_tf.training import finetuning_objectives
 
 FLAGS = flags.FLAGS
 
@@ -29,17 +32,22 @@ def main(argv):
     try:
       low, high = (float(value) for value in FLAGS.score_range)
     except ValueError:
-      raise ValueError(f"--score_range takes the lowest and highest score, e.g. 0,5; not "
-                       f"{','.join(FLAGS.score_range)}.") from None
+      raise OptionError(f"--score_range takes the lowest and highest score, e.g. 0,5; not "
+                        f"{','.join(FLAGS.score_range)}.") from None
     score_range = (low, high)
-  objective = finetuning.SentenceSimilarityObjective(finetuning_flags.task_from_flags(), score_range)
-  finetuning.run(finetuning_flags.options_from_flags(), objective, cli.strategy_from_flags())
+  objective = finetuning_objectives.SentenceSimilarityObjective(finetuning_flags.task_from_flags(), score_range)
+  finetuning.run(finetuning_flags.options_from_flags(), objective, strategy_flags.strategy_from_flags())
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-train-sentence-encoder` command."""
   finetuning_flags.define_flags()
   flags.DEFINE_list("score_range", None, "The lowest and highest similarity score, e.g. 0,5 (default: the "
                     "train split's).")
   FLAGS.set_default("task_name", "sts-b")
   FLAGS.set_default("max_seq_length", 128)
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

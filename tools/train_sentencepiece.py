@@ -14,7 +14,7 @@ import os
 from absl import flags
 
 from albert_tf import cli
-from albert_tf import vocab
+from albert_tf.text import sentencepiece_training
 
 FLAGS = flags.FLAGS
 
@@ -24,7 +24,8 @@ flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, the 5 special token
 flags.DEFINE_float("character_coverage", 0.9995,
                    "Fraction of characters to cover: 0.9995 for Korean, Japanese, Chinese; 1.0 for small "
                    "alphabets.")
-flags.DEFINE_enum("model_type", "unigram", vocab.MODEL_TYPES, "SentencePiece model type (Google's: unigram).")
+flags.DEFINE_enum("model_type", "unigram", sentencepiece_training.MODEL_TYPES,
+                  "SentencePiece model type (Google's: unigram).")
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower-case the text (Google's default: True).")
 flags.DEFINE_bool("keep_accents", False, "Whether to keep accents (Google strips them).")
 flags.DEFINE_integer("input_sentence_size", 10_000_000,
@@ -35,7 +36,7 @@ flags.DEFINE_integer("num_threads", os.cpu_count(), "Training threads.")
 
 def main(argv):
   del argv
-  model_path = vocab.train_sentencepiece(
+  model_path = sentencepiece_training.train_sentencepiece(
       FLAGS.input, FLAGS.model_prefix, vocab_size=FLAGS.vocab_size,
       character_coverage=FLAGS.character_coverage, model_type=FLAGS.model_type,
       do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
@@ -44,6 +45,11 @@ def main(argv):
   print(f"Wrote {model_path} and {os.path.splitext(model_path)[0]}.vocab")
 
 
-if __name__ == "__main__":
+def run():
+  """The `albert-train-sentencepiece` command."""
   flags.mark_flags_as_required(["input", "model_prefix"])
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -15,6 +15,8 @@ import dataclasses
 import random
 from typing import List, NamedTuple, Sequence
 
+from albert_tf.errors import OptionError
+
 SINGLE_SEGMENT_POLICIES = ("random_document", "split_sentence", "skip")
 
 
@@ -50,18 +52,18 @@ class InstanceOptions:
 
   def __post_init__(self):
     if self.max_seq_length < 8:
-      raise ValueError(f"--max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP] plus text), "
+      raise OptionError(f"--max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP] plus text), "
                        f"got {self.max_seq_length}.")
     if self.max_predictions_per_seq < 1:
-      raise ValueError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}.")
+      raise OptionError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}.")
     if not 0.0 <= self.masked_lm_prob < 1.0:
-      raise ValueError(f"--masked_lm_prob must be in [0, 1), got {self.masked_lm_prob}.")
+      raise OptionError(f"--masked_lm_prob must be in [0, 1), got {self.masked_lm_prob}.")
     if not 0.0 <= self.short_seq_prob <= 1.0:
-      raise ValueError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}.")
+      raise OptionError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}.")
     if self.ngram < 1:
-      raise ValueError(f"--ngram must be at least 1, got {self.ngram}.")
+      raise OptionError(f"--ngram must be at least 1, got {self.ngram}.")
     if self.single_segment_policy not in SINGLE_SEGMENT_POLICIES:
-      raise ValueError(f"--single_segment_policy must be one of {', '.join(SINGLE_SEGMENT_POLICIES)}, "
+      raise OptionError(f"--single_segment_policy must be one of {', '.join(SINGLE_SEGMENT_POLICIES)}, "
                        f"got {self.single_segment_policy!r}.")
 
   @property

@@ -1,0 +1,26 @@
+"""The errors that describe a user's input or a run that cannot go on.
+
+Tools print their message on one line and exit with status 2 (`albert_tf.cli.run`); any other exception is
+a bug and keeps its traceback. Each also derives from the built-in type callers would catch without us
+(`ValueError`, `FileNotFoundError`, `RuntimeError`).
+"""
+
+
+class AlbertError(Exception):
+  """Bad input or a run that cannot go on, told in a message that names the problem."""
+
+
+class InputFileError(AlbertError, FileNotFoundError):
+  """A file or directory the user named does not exist (or a glob matches nothing)."""
+
+
+class OptionError(AlbertError, ValueError):
+  """An option (a flag) out of its range or inconsistent with the others."""
+
+
+class DataError(AlbertError, ValueError):
+  """An input file that exists but cannot be used: not UTF-8, empty, corrupt, of another layout."""
+
+
+class TrainingError(AlbertError, RuntimeError):
+  """Training cannot go on (non-finite loss, a run directory that does not fit): nothing more is written."""

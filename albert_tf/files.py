@@ -1,0 +1,66 @@
+"""Input files: the globs users pass, and UTF-8 text read line by line with errors that name the line."""
+
+import glob
+import os
+from typing import Iterator, List, Sequence, Tuple, Union
+
+from albert_tf.errors import DataError, InputFileError
+
+
+def expand_input_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
+  """The files matching comma-separated globs, Google's `--input_file` convention (local or gs:// paths).
+
+  Args:
+    patterns: a string of comma-separated file names or globs, or a list of such strings.
+
+  Returns:
+    The matching files, sorted, each once.
+
+  Raises:
+    InputFileError: naming the first pattern that matches no file (a typo in one of several patterns
+      would otherwise drop that data silently).
+  """
+  if isinstance(patterns, str):
+    patterns = [patterns]
+  pieces = [piece.strip() for pattern in patterns for piece in pattern.split(",") if piece.strip()]
+  if not pieces:
+    raise InputFileError("No input files given.")
+  files = []
+  for piece in pieces:
+    matches = [path for path in sorted(_glob(piece)) if not _is_dir(path)]
+    if not matches:
+      raise InputFileError(f"No input file matches {piece}.")
+    files.extend(matches)
+  return sorted(set(files))
+
+
+def _gfile():
+  # gs:// and other remote file systems are TensorFlow's; local paths need no TensorFlow, so that the data
+  # tool and its workers start without importing it.
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  return tf.io.gfile
+
+
+def _glob(pattern: str) -> List[str]:
+  return _gfile().glob(pattern) if "://" in pattern else glob.glob(pattern)
+
+
+def _is_dir(path: str) -> bool:
+  return _gfile().isdir(path) if "://" in path else os.path.isdir(path)
+
+
+def read_utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
+  """Yields (1-based line number, line with its line break) of a UTF-8 text file; a byte-order mark is dropped.
+
+  Raises:
+    DataError: a line that is not UTF-8, naming the file, the line and the byte.
+  """
+  # Bytes, so that a decoding error can name its line.
+  with open(path, "rb") as reader:
+    for line_number, raw in enumerate(reader, 1):
+      try:
+        line = raw.decode("utf-8")
+      except UnicodeDecodeError as error:
+        raise DataError(f"{path}, line {line_number}: not UTF-8 ({error.reason} "
+                        f"{raw[error.start:error.end]!r} at byte {error.start} of the line).") from None
+      yield line_number, line.removeprefix("\ufeff") if line_number == 1 else line

@@ -1,0 +1,224 @@
+"""SavedModels for TF Serving that take ids or raw text.
+
+`export_saved_model` writes `<export_dir>/<version>/` (the layout TF Serving polls) with signatures:
+
+- `serving_default`: `input_word_ids`, `input_mask`, `input_type_ids` int32 `[batch, seq]` →
+  `sequence_output`, `pooled_output`.
+- `encode_text` (`text_a`) and `encode_text_pair` (`text_a`, `text_b`): strings `[batch]`, tokenized in the
+  graph and packed as `[CLS] a [SEP] b [SEP]` to `max_seq_length` → the same outputs plus the packed ids.
+  From Python, `loaded.encode_text(text_a)` and `loaded.encode_text(text_a, text_b)` both work.
+- `sentence_embedding` (`text`): the mean of the token vectors over real tokens, L2-normalised →
+  `embedding` `[batch, H]` (dot products are cosine similarities; see `AlbertSentenceEncoder`).
+- `fill_mask` (`text` with `[MASK]`s), when the model has its masked-LM head → the top-k tokens and
+  probabilities at each mask.
+
+A fine-tuned `AlbertClassifier` exports `classify_text` (`text_a`) and `classify_text_pair` (`text_a`,
+`text_b`) → `probabilities`, `predictions` (class ids) and `labels` (their names), or `predictions` (the
+score) for a regression; its `serving_default` classifies ids the same way, as Google's export did.
+
+Loading needs only TensorFlow and `import tensorflow_text` (for the SentencePiece op), not albert-tf.
+The config and SentencePiece model travel along as `assets/albert_config.json` and `assets/spiece.model`.
+"""
+
+import os
+import shutil
+import tempfile
+from typing import Optional
+
+import tensorflow as tf
+
+from albert_tf.errors import OptionError
+from albert_tf.modeling.classifier import AlbertClassifier
+from albert_tf.modeling.layers.pooling import MeanPooling
+from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
+
+_TEXT = tf.TensorSpec([None], tf.string)
+_IDS = tf.TensorSpec([None, None], tf.int32)
+_TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
+_TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
+
+
+class AlbertServingModule(tf.Module):
+  """The exported object: an encoder (and MLM head when present) behind text-in signatures.
+
+  Args:
+    model: a restored `AlbertEncoder` or `AlbertPretrainer`.
+    tokenizer: the `GraphTokenizer` of the model's SentencePiece model and options.
+    max_seq_length: length that text inputs are packed to.
+    fill_mask_top_k: how many candidates `fill_mask` returns at each mask.
+    asset_files: files to ship in `assets/`, by name.
+  """
+
+  def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, fill_mask_top_k: int = 5,
+               asset_files: Optional[dict] = None):
+    super().__init__(name="albert")
+    self.encoder = getattr(model, "encoder", model)
+    self.masked_lm_head = getattr(model, "masked_lm_head", None)
+    self.tokenizer = tokenizer
+    self.max_seq_length = max_seq_length
+    self.fill_mask_top_k = fill_mask_top_k
+    self.assets = {name: tf.saved_model.Asset(path) for name, path in (asset_files or {}).items()}
+    self.pooling = MeanPooling(l2_normalize=True)
+    # Saving traces every tf.function the module holds, so fill_mask exists only with its head.
+    self.fill_mask = None
+    if self.masked_lm_head is not None:
+      self.fill_mask = tf.function(self._fill_mask, input_signature=[_TEXT])
+
+  def _encode(self, inputs):
+    outputs = self.encoder(inputs, training=False)
+    return {"sequence_output": outputs["sequence_output"], "pooled_output": outputs["pooled_output"]}
+
+  @tf.function(input_signature=[_IDS, _IDS, _IDS])
+  def serve(self, input_word_ids, input_mask, input_type_ids):
+    return self._encode({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                         "input_type_ids": input_type_ids})
+
+  @tf.function
+  def encode_text(self, text_a, text_b=None):
+    inputs = self.tokenizer.encode_and_pack(text_a, text_b, self.max_seq_length)
+    return dict(self._encode(inputs), **inputs)
+
+  @tf.function(input_signature=[_TEXT])
+  def sentence_embedding(self, text):
+    inputs = self.tokenizer.encode_and_pack(text, None, self.max_seq_length)
+    sequence_output = self.encoder(inputs, training=False)["sequence_output"]
+    return {"embedding": self.pooling(sequence_output, inputs["input_mask"])}
+
+  def _fill_mask(self, text):
+    """Top-k tokens at each `[MASK]`; slots past a text's `num_masks` have id -1, score 0, token ''."""
+    inputs = self.tokenizer.encode_and_pack(text, None, self.max_seq_length)
+    sequence_output = self.encoder(inputs, training=False)["sequence_output"]
+    word_ids = inputs["input_word_ids"]
+    positions = tf.broadcast_to(tf.range(tf.shape(word_ids)[1]), tf.shape(word_ids))
+    mask_positions = tf.ragged.boolean_mask(positions, tf.equal(word_ids, self.tokenizer.mask_id))
+    num_masks = tf.cast(mask_positions.row_lengths(), tf.int32)
+    mask_positions = mask_positions.to_tensor(0)
+    logits = self.masked_lm_head(sequence_output, mask_positions,
+                                 embedding_table=self.encoder.get_embedding_table())
+    scores, ids = tf.math.top_k(tf.nn.softmax(logits), k=self.fill_mask_top_k)
+    is_mask = tf.sequence_mask(num_masks, tf.shape(mask_positions)[1])
+    is_candidate = tf.broadcast_to(is_mask[:, :, tf.newaxis], tf.shape(ids))
+    ids = tf.where(is_candidate, ids, -1)
+    return {
+        "mask_positions": tf.where(is_mask, mask_positions, -1),
+        "num_masks": num_masks,
+        "top_k_ids": ids,
+        "top_k_tokens": tf.where(is_candidate, tf.gather(self.tokenizer.vocabulary, tf.maximum(ids, 0)), ""),
+        "top_k_scores": tf.where(is_candidate, scores, 0.0),
+    }
+
+  def signatures(self):
+    """The SavedModel signatures, by name."""
+    signatures = {
+        "serving_default": self.serve.get_concrete_function(),
+        "encode_text": self.encode_text.get_concrete_function(_TEXT_A),
+        "encode_text_pair": self.encode_text.get_concrete_function(_TEXT_A, _TEXT_B),
+        "sentence_embedding": self.sentence_embedding.get_concrete_function(),
+    }
+    if self.fill_mask is not None:
+      signatures["fill_mask"] = self.fill_mask.get_concrete_function()
+    return signatures
+
+
+class AlbertClassifierServingModule(AlbertServingModule):
+  """A fine-tuned `AlbertClassifier` behind text-in classification signatures, plus the encoder's.
+
+  Args:
+    model: a restored `AlbertClassifier`.
+    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+  """
+
+  def __init__(self, model: AlbertClassifier, tokenizer: GraphTokenizer, max_seq_length: int,
+               asset_files: Optional[dict] = None):
+    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
+    self.classifier_head = model.classifier_head
+    self.label_names = None if model.is_regression else tf.constant(model.label_names)
+
+  def _classify(self, inputs):
+    logits = self.classifier_head(self.encoder(inputs, training=False)["pooled_output"], training=False)
+    if self.label_names is None:
+      return {"predictions": logits[:, 0]}
+    predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {"probabilities": tf.nn.softmax(logits), "predictions": predictions,
+            "labels": tf.gather(self.label_names, predictions)}
+
+  @tf.function(input_signature=[_IDS, _IDS, _IDS])
+  def classify(self, input_word_ids, input_mask, input_type_ids):
+    return self._classify({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                           "input_type_ids": input_type_ids})
+
+  @tf.function
+  def classify_text(self, text_a, text_b=None):
+    return self._classify(self.tokenizer.encode_and_pack(text_a, text_b, self.max_seq_length))
+
+  def signatures(self):
+    return dict(super().signatures(), serving_default=self.classify.get_concrete_function(),
+                classify_text=self.classify_text.get_concrete_function(_TEXT_A),
+                classify_text_pair=self.classify_text.get_concrete_function(_TEXT_A, _TEXT_B))
+
+
+def next_version(export_dir: str) -> int:
+  """One more than the highest numeric version under `export_dir` (1 for a new directory)."""
+  if not tf.io.gfile.isdir(export_dir):
+    return 1
+  versions = [int(name.rstrip("/")) for name in tf.io.gfile.listdir(export_dir) if name.rstrip("/").isdigit()]
+  return max(versions, default=0) + 1
+
+
+def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
+                       do_lower_case: bool = True, keep_accents: bool = False, fill_mask_top_k: int = 5,
+                       version: Optional[int] = None) -> str:
+  """Writes a SavedModel of a restored model to `<export_dir>/<version>` and returns that path.
+
+  The version directory appears whole or not at all: the model is saved beside it and renamed into place.
+  An existing version is never overwritten.
+
+  Args:
+    model: a restored `AlbertEncoder`, `AlbertPretrainer` (`fill_mask` needs its masked-LM head) or
+      `AlbertClassifier` (with `classify_text`).
+    export_dir: the model's base directory, as TF Serving's `--model_base_path`.
+    spm_model_file: the SentencePiece model the model was trained with.
+    max_seq_length: the length text inputs are packed to (at most `max_position_embeddings`).
+    do_lower_case, keep_accents: the tokenizer options the model was trained with.
+    fill_mask_top_k: candidates per mask in `fill_mask`.
+    version: the version number; default one more than the highest present.
+
+  Raises:
+    ValueError: a bad length, top-k or version; FileNotFoundError: no SentencePiece model.
+  """
+  config = model.config
+  if not 3 <= max_seq_length <= config.max_position_embeddings:
+    raise OptionError(f"--max_seq_length={max_seq_length} must be between 3 ([CLS] a [SEP]) and the "
+                     f"model's max_position_embeddings={config.max_position_embeddings}.")
+  tokenizer = tokenizer_for_model(config, spm_model_file, do_lower_case, keep_accents)
+  if not 1 <= fill_mask_top_k <= config.vocab_size:
+    raise OptionError(f"fill_mask_top_k={fill_mask_top_k} must be between 1 and vocab_size={config.vocab_size}.")
+  version = next_version(export_dir) if version is None else version
+  if version < 1:
+    raise OptionError(f"The export version must be a positive integer, not {version}.")
+  version_dir = os.path.join(export_dir, str(version))
+  if tf.io.gfile.exists(version_dir):
+    raise OptionError(f"{version_dir} already exists; choose another version or export_dir.")
+
+  tf.io.gfile.makedirs(export_dir)
+  with tempfile.TemporaryDirectory() as asset_dir:
+    config_file = os.path.join(asset_dir, "albert_config.json")
+    config.to_json_file(config_file)
+    spiece_file = os.path.join(asset_dir, "spiece.model")
+    shutil.copyfile(spm_model_file, spiece_file)
+    asset_files = {"albert_config.json": config_file, "spiece.model": spiece_file}
+    if isinstance(model, AlbertClassifier):
+      module = AlbertClassifierServingModule(model, tokenizer, max_seq_length, asset_files)
+    else:
+      module = AlbertServingModule(model, tokenizer, max_seq_length, fill_mask_top_k, asset_files)
+    staging_dir = os.path.join(export_dir, f".{version}.incomplete")
+    if tf.io.gfile.exists(staging_dir):
+      tf.io.gfile.rmtree(staging_dir)
+    try:
+      tf.saved_model.save(module, staging_dir, signatures=module.signatures())
+    except BaseException:  # Ctrl-C too: leave nothing half-written behind
+      if tf.io.gfile.exists(staging_dir):
+        tf.io.gfile.rmtree(staging_dir)
+      raise
+  tf.io.gfile.rename(staging_dir, version_dir)
+  return version_dir

@@ -1,0 +1,225 @@
+"""Training a SentencePiece vocabulary with the layout of Google's released ALBERT `spiece.model`.
+
+Ids 0-4 are `<pad> <unk> [CLS] [SEP] [MASK]` (`[CLS]`, `[SEP]`, `[MASK]` as control symbols, no bos/eos),
+so the model works with `SentencePieceTokenizer` and Hugging Face's `AlbertTokenizer` defaults. Every line
+goes through the tokenizer's `preprocess_text` first, so the vocabulary is learned on exactly the text that
+will be encoded.
+"""
+
+import os
+import re
+import shutil
+import tempfile
+from typing import Iterator, List, Optional, Sequence, Union
+
+from absl import logging
+import numpy as np
+import sentencepiece as spm
+
+from albert_tf.errors import DataError, OptionError
+from albert_tf.files import expand_input_patterns
+from albert_tf.files import read_utf8_lines
+from albert_tf.text.tokenizer import SPECIAL_TOKENS, preprocess_text
+
+MODEL_TYPES = ("unigram", "bpe", "char", "word")
+# Characters are counted in batches of about this many: numpy's bincount is far cheaper per batch than
+# counting character by character in Python.
+_COUNT_BATCH_CHARS = 1 << 22
+_NUM_CODE_POINTS = 0x110000
+
+
+def _name_files(paths: Sequence[str], shown: int = 3) -> str:
+  names = ", ".join(paths[:shown])
+  return names if len(paths) <= shown else f"{names} and {len(paths) - shown} more"
+
+
+class _Corpus:
+  """Streams the preprocessed, non-blank lines of text files, counting lines and characters as it reads.
+
+  Errors met while SentencePiece pulls lines come back from it as a RuntimeError; they are also kept in
+  `error` so that the caller can raise the original.
+  """
+
+  def __init__(self, paths: Sequence[str], do_lower_case: bool, keep_accents: bool):
+    self.paths = paths
+    self.do_lower_case = do_lower_case
+    self.keep_accents = keep_accents
+    self.num_lines = 0
+    self.num_chars = 0
+    self.char_counts = np.zeros(_NUM_CODE_POINTS, np.int64)
+    self.error: Optional[Exception] = None
+    self._pending: List[str] = []
+    self._pending_chars = 0
+
+  def __iter__(self) -> Iterator[str]:
+    try:
+      yield from self._lines()
+    except ValueError as error:
+      self.error = error
+      raise
+
+  def _lines(self) -> Iterator[str]:
+    for path in self.paths:
+      for _, line in read_utf8_lines(path):
+        line = preprocess_text(line, self.do_lower_case, self.keep_accents)
+        if line:
+          self._count(line)
+          yield line
+    self._flush_counts()
+    if not self.num_lines:
+      raise DataError(f"No text in {_name_files(self.paths)}: every line is blank.")
+    logging.info("Read %d lines, %d characters from %d file(s).", self.num_lines, self.num_chars,
+                 len(self.paths))
+
+  def _count(self, line: str):
+    self.num_lines += 1
+    self.num_chars += len(line)
+    self._pending.append(line)
+    self._pending_chars += len(line)
+    if self._pending_chars >= _COUNT_BATCH_CHARS:
+      self._flush_counts()
+
+  def _flush_counts(self):
+    code_points = np.frombuffer("".join(self._pending).encode("utf-32-le"), np.uint32)
+    self.char_counts += np.bincount(code_points, minlength=_NUM_CODE_POINTS)
+    self._pending = []
+    self._pending_chars = 0
+
+  def coverage(self, sp_model: spm.SentencePieceProcessor) -> float:
+    """Fraction of the corpus's non-space characters that `sp_model` encodes without `<unk>`."""
+    code_points = np.flatnonzero(self.char_counts)
+    code_points = code_points[code_points != ord(" ")]
+    encoded = sp_model.EncodeAsIds([chr(code_point) for code_point in code_points])
+    unknown = np.array([sp_model.unk_id() in ids for ids in encoded], bool)
+    counts = self.char_counts[code_points]
+    return 1.0 - counts[unknown].sum() / counts.sum() if counts.sum() else 1.0
+
+
+def _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
+                     user_defined_symbols, num_threads):
+  if not os.path.basename(model_prefix):
+    raise OptionError(f"model_prefix {model_prefix!r} must end in a file name, e.g. out/spiece")
+  if model_type not in MODEL_TYPES:
+    raise OptionError(f"model_type must be one of {', '.join(MODEL_TYPES)}, not {model_type!r}")
+  if not 0.0 < character_coverage <= 1.0:
+    raise OptionError(f"character_coverage must be in (0, 1], not {character_coverage}")
+  if input_sentence_size < 0:
+    raise OptionError(f"input_sentence_size must be >= 0 (0 means every line), not {input_sentence_size}")
+  if num_threads < 1:
+    raise OptionError(f"num_threads must be >= 1, not {num_threads}")
+  for symbol in user_defined_symbols:
+    if not symbol or symbol.split() != [symbol]:
+      raise OptionError(f"User-defined symbol {symbol!r} must be non-empty and have no whitespace.")
+    if symbol in SPECIAL_TOKENS:
+      raise OptionError(f"User-defined symbol {symbol} is already one of {' '.join(SPECIAL_TOKENS)}.")
+  if len(set(user_defined_symbols)) != len(user_defined_symbols):
+    raise OptionError(f"User-defined symbols are repeated: {','.join(user_defined_symbols)}")
+  # At least one piece must be learned beyond the fixed ones.
+  minimum = len(SPECIAL_TOKENS) + len(user_defined_symbols) + 1
+  if vocab_size < minimum:
+    raise OptionError(f"vocab_size must be at least {minimum} (the special tokens, user-defined symbols and "
+                     f"one learned piece), not {vocab_size}")
+
+
+def _user_error(error: RuntimeError, corpus: _Corpus, vocab_size: int,
+                character_coverage: float) -> Optional[Exception]:
+  """The ValueError a SentencePiece training failure stands for, or None when it is not the input's fault."""
+  if corpus.error is not None:
+    return corpus.error
+  message = str(error)
+  files = _name_files(corpus.paths)
+  if "Vocabulary size too high" in message:
+    limit = re.search(r"<= (\d+)", message)
+    figure = f" (SentencePiece could make at most {limit.group(1)} pieces)" if limit else ""
+    return OptionError(f"vocab_size {vocab_size} is too high for the text in {files}{figure}; use a smaller "
+                      "--vocab_size or more text.")
+  if "smaller than required_chars" in message:
+    needed = re.search(r"(\d+) vs (\d+)", message)
+    figure = f" ({needed.group(2)} pieces are needed)" if needed else ""
+    return OptionError(f"vocab_size {vocab_size} cannot hold the special tokens and the characters that "
+                      f"character_coverage {character_coverage} keeps from {files}{figure}; use a larger "
+                      "--vocab_size or a smaller --character_coverage.")
+  return None
+
+
+def _check_layout(sp_model: spm.SentencePieceProcessor):
+  """Raises unless ids 0-4 are Google's `<pad> <unk> [CLS] [SEP] [MASK]` with control `[CLS] [SEP] [MASK]`."""
+  pieces = tuple(sp_model.IdToPiece(i) for i in range(len(SPECIAL_TOKENS)))
+  controls = all(sp_model.IsControl(i) for i in range(2, len(SPECIAL_TOKENS)))
+  if pieces != SPECIAL_TOKENS or not controls or sp_model.unk_id() != 1:
+    raise RuntimeError(f"SentencePiece trained ids 0-4 as {' '.join(pieces)} (control: {controls}), "
+                       f"not {' '.join(SPECIAL_TOKENS)} with [CLS] [SEP] [MASK] as control symbols.")
+
+
+def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
+                        model_prefix: str,
+                        vocab_size: int = 30000,
+                        character_coverage: float = 0.9995,
+                        model_type: str = "unigram",
+                        do_lower_case: bool = True,
+                        keep_accents: bool = False,
+                        input_sentence_size: int = 10_000_000,
+                        user_defined_symbols: Sequence[str] = (),
+                        num_threads: Optional[int] = None) -> str:
+  """Trains an ALBERT SentencePiece model and writes `<model_prefix>.model` and `<model_prefix>.vocab`.
+
+  The files appear only when training succeeds (trained under a temporary name in the same folder, then
+  renamed), so a failed run leaves no partial output and an existing model untouched.
+
+  Args:
+    input_patterns: text files or globs, as a list or comma-separated, in Google's pretraining format (one
+      sentence per line, a blank line between documents; blank lines are skipped). UTF-8.
+    model_prefix: path of the output without extension, e.g. `out/spiece`; its folder is created.
+    vocab_size: number of pieces, the 5 special tokens and any user-defined symbols included.
+    character_coverage: fraction of characters the vocabulary must cover; 0.9995 suits rich character sets
+      (Korean, Japanese, Chinese), 1.0 small alphabets.
+    model_type: one of `unigram` (Google's), `bpe`, `char`, `word`.
+    do_lower_case: lower-case the text as the tokenizer will (Google's default: True).
+    keep_accents: keep diacritical marks as the tokenizer will (Google strips them).
+    input_sentence_size: lines SentencePiece samples from the corpus to train on; 0 means all of them.
+    user_defined_symbols: pieces always kept whole, given ids 5, 6, ...
+    num_threads: training threads; defaults to the number of CPUs.
+
+  Returns:
+    The path of the `.model` file.
+
+  Raises:
+    FileNotFoundError: a pattern matches no file.
+    ValueError: bad arguments, an empty corpus, a line that is not UTF-8 (named by file and line), or a
+      vocab_size the corpus cannot support.
+  """
+  num_threads = num_threads or os.cpu_count() or 1
+  user_defined_symbols = list(user_defined_symbols)
+  _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
+                   user_defined_symbols, num_threads)
+  corpus = _Corpus(expand_input_patterns(input_patterns), do_lower_case, keep_accents)
+  folder = os.path.dirname(os.path.abspath(model_prefix))
+  os.makedirs(folder, exist_ok=True)
+  # Same folder as the output, so the final renames cannot cross file systems.
+  temp_folder = tempfile.mkdtemp(prefix=f".{os.path.basename(model_prefix)}.", suffix=".tmp", dir=folder)
+  temp_prefix = os.path.join(temp_folder, "spiece")
+  logging.info("Training a %d-piece %s SentencePiece model on %d file(s): %s", vocab_size, model_type,
+               len(corpus.paths), _name_files(corpus.paths))
+  try:
+    try:
+      spm.SentencePieceTrainer.train(
+          sentence_iterator=iter(corpus), model_prefix=temp_prefix, vocab_size=vocab_size,
+          character_coverage=character_coverage, model_type=model_type, pad_id=0, unk_id=1, bos_id=-1,
+          eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
+          shuffle_input_sentence=True, input_sentence_size=input_sentence_size, num_threads=num_threads)
+    except RuntimeError as error:
+      user_error = _user_error(error, corpus, vocab_size, character_coverage)
+      if user_error is None:
+        raise
+      raise user_error from None
+    sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
+    _check_layout(sp_model)
+    coverage = corpus.coverage(sp_model)
+    # The .model last: once it is in place, so is its .vocab.
+    os.replace(temp_prefix + ".vocab", model_prefix + ".vocab")
+    os.replace(temp_prefix + ".model", model_prefix + ".model")
+  finally:
+    shutil.rmtree(temp_folder, ignore_errors=True)
+  logging.info("Wrote %s (%d pieces); it encodes %.4f%% of the corpus's characters without <unk>.",
+               model_prefix + ".model", sp_model.GetPieceSize(), 100.0 * coverage)
+  return model_prefix + ".model"

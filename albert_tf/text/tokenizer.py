@@ -1,0 +1,149 @@
+"""SentencePiece tokenization with Google's ALBERT text preprocessing, safe for non-Latin scripts.
+
+Preprocessing follows Google's `tokenization.preprocess_text` (whitespace collapsed, `` and '' turned into
+", accents stripped, optional lower-casing), and pieces follow Google's `encode_pieces` (a piece ending in
+"<digit>," is split before the comma).
+
+One deliberate difference: Google strips accents by deleting every combining character after NFKD, which
+destroys Japanese dakuten (が→か), Hindi viramas (क्या→कया) and Thai tone marks (ไม่→ไม). Here only the
+Unicode blocks of diacritical marks are deleted and the text is recomposed (NFC), so Latin accents go
+(é→e) while Korean, Japanese, Devanagari and Thai come through intact.
+"""
+
+import os
+import re
+import unicodedata
+from typing import List
+
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
+
+from albert_tf.errors import DataError, InputFileError
+
+SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+# Control symbols written in text (e.g. "수도는[MASK]이다") are recognised as their ids, not split.
+_SPECIAL_IN_TEXT = re.compile(r"(\[CLS\]|\[SEP\]|\[MASK\])")
+_WORD_START = "\u2581"
+# Combining diacritical marks (U+0300-036F and its extensions): the "accents" that stripping removes.
+DIACRITICAL_MARKS = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+_DIACRITICAL_MARKS = re.compile(DIACRITICAL_MARKS)
+
+
+def ends_in_digit_comma(piece: str) -> bool:
+  """Google's `encode_pieces` splits a piece ending in "<digit>," (e.g. "▁3,") before the comma."""
+  return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def google_segmentation_model(spm_model_file: str) -> sentencepiece_model_pb2.ModelProto:
+  """The SentencePiece model with every "<digit>," piece priced out of the unigram lattice.
+
+  Plain Viterbi segmentation with it gives what Google's `encode_pieces` gives with the original model,
+  so tokenizers that cannot post-process pieces (Hugging Face's `tokenizers`, the in-graph op of an
+  exported SavedModel) still match `SentencePieceTokenizer`.
+  """
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(spm_model_file, "rb") as reader:
+    proto.ParseFromString(reader.read())
+  for piece in proto.pieces:
+    if ends_in_digit_comma(piece.piece):
+      piece.score -= 100.0
+  return proto
+
+
+def strip_accents(text: str) -> str:
+  """Removes diacritical marks (café→cafe) and keeps every other script whole (NFKD, drop, NFC)."""
+  return unicodedata.normalize("NFC", _DIACRITICAL_MARKS.sub("", unicodedata.normalize("NFKD", text)))
+
+
+def preprocess_text(text: str, do_lower_case: bool = True, keep_accents: bool = False) -> str:
+  """Google's `preprocess_text`: collapse whitespace, normalise quotes, strip accents, lower-case."""
+  text = " ".join(text.strip().split())
+  text = text.replace("``", '"').replace("''", '"')
+  if not keep_accents:
+    text = strip_accents(text)
+  if do_lower_case:
+    text = text.lower()
+  return text
+
+
+class SentencePieceTokenizer:
+  """Text to ALBERT ids with a SentencePiece model whose ids 0-4 are `<pad> <unk> [CLS] [SEP] [MASK]`.
+
+  Args:
+    spm_model_file: the SentencePiece `.model` file.
+    do_lower_case: lower-case before encoding (Google's flag; default True as in Google's tools).
+    keep_accents: keep diacritical marks (Hugging Face's `keep_accents`); Google always strips them.
+  """
+
+  def __init__(self, spm_model_file: str, do_lower_case: bool = True, keep_accents: bool = False):
+    if not os.path.isfile(spm_model_file):
+      raise InputFileError(f"SentencePiece model not found: {spm_model_file}")
+    self.spm_model_file = spm_model_file
+    self.do_lower_case = do_lower_case
+    self.keep_accents = keep_accents
+    self.sp_model = spm.SentencePieceProcessor()
+    try:
+      self.sp_model.Load(spm_model_file)
+    except (OSError, RuntimeError) as error:
+      raise DataError(f"{spm_model_file} is not a SentencePiece model: {error}") from None
+    missing = [token for token in ("[CLS]", "[SEP]", "[MASK]") if self.sp_model.PieceToId(token) ==
+               self.sp_model.unk_id()]
+    if missing:
+      raise DataError(f"SentencePiece model {spm_model_file} has no {', '.join(missing)} piece(s); train it "
+                       "with tools/train_sentencepiece.py (control symbols [CLS],[SEP],[MASK]).")
+    self.pad_id = self.sp_model.pad_id() if self.sp_model.pad_id() >= 0 else 0
+    self.unk_id = self.sp_model.unk_id()
+    self.cls_id = self.sp_model.PieceToId("[CLS]")
+    self.sep_id = self.sp_model.PieceToId("[SEP]")
+    self.mask_id = self.sp_model.PieceToId("[MASK]")
+    # Pieces Google's encode_pieces splits before the comma; lines without them take the fast id path.
+    self._digit_comma_ids = {i for i in range(self.vocab_size) if ends_in_digit_comma(self.sp_model.IdToPiece(i))}
+
+  @property
+  def vocab_size(self) -> int:
+    return self.sp_model.GetPieceSize()
+
+  def _encode_pieces(self, text: str) -> List[str]:
+    pieces = []
+    for piece in self.sp_model.EncodeAsPieces(text):
+      # Google's rule: "3.0," is encoded as pieces of "3.0" followed by ",".
+      if ends_in_digit_comma(piece):
+        split = self.sp_model.EncodeAsPieces(piece[:-1].replace(_WORD_START, ""))
+        if piece[0] != _WORD_START and split and split[0].startswith(_WORD_START):
+          split = split[1:] if len(split[0]) == 1 else [split[0][1:]] + split[1:]
+        pieces.extend(split + [piece[-1]])
+      else:
+        pieces.append(piece)
+    return pieces
+
+  def tokenize(self, text: str, special_tokens_in_text: bool = True) -> List[str]:
+    """Pieces of `text`.
+
+    Args:
+      text: the text.
+      special_tokens_in_text: `[CLS]`, `[SEP]`, `[MASK]` written in the text become those pieces (as in
+        Hugging Face's tokenizer). Pretraining data turns this off: Google's tool encodes them as text.
+    """
+    pieces = []
+    for chunk in _SPECIAL_IN_TEXT.split(text) if special_tokens_in_text else [text]:
+      if special_tokens_in_text and chunk in ("[CLS]", "[SEP]", "[MASK]"):
+        pieces.append(chunk)
+      else:
+        chunk = preprocess_text(chunk, self.do_lower_case, self.keep_accents)
+        if chunk:
+          pieces.extend(self._encode_pieces(chunk))
+    return pieces
+
+  def convert_tokens_to_ids(self, pieces: List[str]) -> List[int]:
+    return [self.sp_model.PieceToId(piece) for piece in pieces]
+
+  def convert_ids_to_tokens(self, ids: List[int]) -> List[str]:
+    return [self.sp_model.IdToPiece(int(i)) for i in ids]
+
+  def encode(self, text: str, special_tokens_in_text: bool = True) -> List[int]:
+    """Ids of `text` without `[CLS]`/`[SEP]` around it (see `tokenize`)."""
+    if not special_tokens_in_text or not _SPECIAL_IN_TEXT.search(text):
+      ids = self.sp_model.EncodeAsIds(preprocess_text(text, self.do_lower_case, self.keep_accents))
+      if not self._digit_comma_ids.intersection(ids):
+        return ids
+    return self.convert_tokens_to_ids(self.tokenize(text, special_tokens_in_text))

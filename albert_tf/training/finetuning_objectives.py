@@ -1,0 +1,230 @@
+"""What fine-tuning learns, one objective per job; `finetuning.FineTuning` runs either.
+
+- `ClassifierObjective` (Google's `run_classifier.py`): one packed `[CLS] a [SEP] b [SEP]` sequence per
+  example, Google's head on `pooled_output`, cross-entropy or (regression) squared error, the task's
+  metrics (accuracy, MCC, F1, Pearson/Spearman/MSE).
+- `SentenceSimilarityObjective` (Sentence-BERT): each text encoded alone, mean-pooled and L2-normalised;
+  the cosine of a pair regresses its score scaled to [0, 1]; evaluated by Spearman correlation.
+
+Each gives `loop.Trainer` its loss and metrics (`sum_names`, `progress_groups`, `replica_loss`,
+`metrics_from_sums`), and the driver its model, inputs, evaluation, predictions and export.
+"""
+
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.data.finetuning_dataset import EncodedSplit, pack_texts
+from albert_tf.data.tasks import Example, Task, TaskError
+from albert_tf.modeling.classifier import AlbertClassifier
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
+from albert_tf.text.graph_tokenizer import GraphTokenizer
+from albert_tf.training import metrics as metrics_lib
+
+
+def _safe_ratio(numerator: float, denominator: float) -> float:
+  return float(numerator / denominator) if denominator else 0.0
+
+
+class ClassifierObjective:
+  """Google's `run_classifier`: the task's classes (cross-entropy) or its score (squared error).
+
+  Args:
+    task: from `albert_tf.data.tasks.get_task`.
+  """
+
+  has_head = True
+  sum_names = ("loss", "correct", "examples")
+
+  def __init__(self, task: Task):
+    self.task = task
+    self.primary_metric = task.primary_metric
+    self.progress_groups = (("loss",),) if task.is_regression else (("loss", "accuracy"),)
+
+  def run_info(self) -> Dict:
+    return {"task": self.task.name, "label_list": None if self.task.is_regression else list(self.task.label_list)}
+
+  def adopt_run_info(self, info: Dict, output_dir: str):
+    """Takes the labels of an earlier run of `output_dir` (their order is the head's); refuses other labels."""
+    if info.get("task") != self.task.name:
+      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task.name!r}.")
+    if self.task.is_regression:
+      return
+    if self.task.label_list is None:  # a tsv task that has not read its train split
+      self.task.label_list = tuple(info["label_list"])
+    elif list(self.task.label_list) != info["label_list"]:
+      raise TaskError(f"--output_dir {output_dir} was trained with labels {info['label_list']}; this run's labels "
+                      f"are {list(self.task.label_list)}. Use a new --output_dir.")
+
+  def learn_from_train(self, examples: List[Example]):
+    """Nothing to learn: the task's label list (a tsv task's comes from its train split) is the head's."""
+    del examples
+
+  def encode(self, examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,
+             description: str) -> EncodedSplit:
+    texts_b = [example.text_b or "" for example in examples] if self.task.is_pair else None
+    packed = pack_texts(tokenizer, [example.text_a for example in examples], texts_b, max_seq_length, description)
+    if self.task.is_regression:
+      labels = np.array([example.label or 0.0 for example in examples], np.float32)
+    else:
+      label_ids = {label: index for index, label in enumerate(self.task.label_list)}
+      labels = np.array([label_ids.get(example.label, 0) for example in examples], np.int32)
+    return EncodedSplit({"inputs": packed}, labels, [example.guid for example in examples], max_seq_length)
+
+  def build_model(self, config: AlbertConfig, dropout_prob: float) -> AlbertClassifier:
+    return AlbertClassifier(config, None if self.task.is_regression else self.task.label_list, dropout_prob)
+
+  def _per_example(self, logits, labels):
+    """Google's per-example loss and correct predictions (0 for regression)."""
+    if self.task.is_regression:
+      return tf.square(logits[:, 0] - labels), tf.zeros_like(labels)
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return loss, tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
+
+  def replica_loss(self, model, global_batch_size: int):
+    """batch -> (this replica's share of the global-batch mean loss, its sums)."""
+
+    def loss_and_sums(batch):
+      logits = model(batch["inputs"], training=True)["logits"]
+      loss, correct = self._per_example(logits, batch["labels"])
+      sums = tf.stack([tf.reduce_sum(loss), tf.reduce_sum(correct), tf.cast(tf.size(loss), tf.float32)])
+      return sums[0] / float(global_batch_size), sums
+
+    return loss_and_sums
+
+  def metrics_from_sums(self, sums) -> Dict[str, float]:
+    values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
+    metrics = {"loss": _safe_ratio(values["loss"], values["examples"])}
+    if not self.task.is_regression:
+      metrics["accuracy"] = _safe_ratio(values["correct"], values["examples"])
+    return metrics
+
+  def predict(self, model, batch) -> tf.Tensor:
+    """float32 logits `[batch, classes]` (`[batch, 1]` for regression)."""
+    return model(batch["inputs"], training=False)["logits"]
+
+  def evaluation_metrics(self, outputs: np.ndarray, labels: np.ndarray) -> Dict[str, float]:
+    loss, _ = self._per_example(tf.constant(outputs), tf.constant(labels))
+    values = metrics_lib.compute_metrics(self.task, outputs[:, 0] if self.task.is_regression else outputs, labels)
+    return dict(values, loss=float(np.mean(loss.numpy())))
+
+  def prediction_rows(self, outputs: np.ndarray) -> Tuple[List[str], List[List[float]]]:
+    """Per example: the prediction (label or value) and Google's raw outputs (class probabilities or value)."""
+    if self.task.is_regression:
+      return [repr(float(value)) for value in outputs[:, 0]], outputs.tolist()
+    probabilities = tf.nn.softmax(outputs).numpy()
+    return [self.task.label_list[index] for index in probabilities.argmax(-1)], probabilities.tolist()
+
+  def exported_model(self, model) -> tf_keras.Model:
+    """What `--export_dir` serves: the classifier, with its head and labels."""
+    return model
+
+
+class SentenceSimilarityObjective:
+  """Sentence-BERT's siamese regression: the cosine of two embeddings fits the pair's scaled score.
+
+  Args:
+    task: a regression task of text pairs (`sts-b`, or `tsv` with a second text column and a score).
+    score_range: the (lowest, highest) score, mapped to cosines 0 and 1; default the extremes of the train
+      split (STS-B's are 0 and 5), or of an earlier run of the same output_dir.
+
+  Raises:
+    TaskError: a task that is not a regression of pairs, or an empty score range.
+  """
+
+  has_head = False
+  sum_names = ("loss", "examples")
+  primary_metric = "spearman"
+  progress_groups = (("loss",),)
+
+  def __init__(self, task: Task, score_range: Optional[Tuple[float, float]] = None):
+    if not (task.is_regression and task.is_pair):
+      raise TaskError(f"A sentence encoder learns from pairs of texts with a similarity score; task {task.name!r} "
+                      "is not a regression of pairs (use sts-b, or tsv with --tsv_text_b_column and "
+                      "--tsv_is_regression).")
+    self.task = task
+    self.score_range = None
+    if score_range is not None:
+      self._set_score_range(*score_range)
+
+  def _set_score_range(self, low: float, high: float):
+    if not high > low:
+      raise TaskError(f"The score range must go from a lower to a higher score, not ({low}, {high}).")
+    self.score_range = (float(low), float(high))
+
+  def run_info(self) -> Dict:
+    return {"task": self.task.name, "score_range": list(self.score_range) if self.score_range else None}
+
+  def adopt_run_info(self, info: Dict, output_dir: str):
+    if info.get("task") != self.task.name:
+      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task.name!r}.")
+    if info["score_range"] is None:
+      return
+    if self.score_range is None:
+      self._set_score_range(*info["score_range"])
+    elif list(self.score_range) != info["score_range"]:
+      raise TaskError(f"--output_dir {output_dir} was trained with score range {info['score_range']}; this run's "
+                      f"is {list(self.score_range)}. Use a new --output_dir.")
+
+  def learn_from_train(self, examples: List[Example]):
+    """Without a given (or an earlier run's) score range, takes the train split's lowest and highest score."""
+    if self.score_range is None:
+      scores = [example.label for example in examples]
+      self._set_score_range(min(scores), max(scores))
+
+  def encode(self, examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,
+             description: str) -> EncodedSplit:
+    labels = np.array([example.label or 0.0 for example in examples], np.float32)
+    sequences = {
+        "inputs_a": pack_texts(tokenizer, [e.text_a for e in examples], None, max_seq_length, f"{description} (a)"),
+        "inputs_b": pack_texts(tokenizer, [e.text_b or "" for e in examples], None, max_seq_length,
+                               f"{description} (b)"),
+    }
+    return EncodedSplit(sequences, labels, [example.guid for example in examples], max_seq_length)
+
+  def build_model(self, config: AlbertConfig, dropout_prob: float) -> AlbertSentenceEncoder:
+    del dropout_prob  # no head: only the encoder's own dropout applies
+    return AlbertSentenceEncoder(config)
+
+  def _cosine(self, model, batch, training: bool):
+    embedding_a = model(batch["inputs_a"], training=training)["embedding"]
+    embedding_b = model(batch["inputs_b"], training=training)["embedding"]
+    return tf.reduce_sum(embedding_a * embedding_b, axis=-1)
+
+  def _target(self, scores):
+    low, high = self.score_range
+    return (scores - low) / (high - low)
+
+  def replica_loss(self, model, global_batch_size: int):
+    """batch -> (this replica's share of the global-batch mean squared error, its sums)."""
+
+    def loss_and_sums(batch):
+      squared_error = tf.square(self._cosine(model, batch, training=True) - self._target(batch["labels"]))
+      sums = tf.stack([tf.reduce_sum(squared_error), tf.cast(tf.size(squared_error), tf.float32)])
+      return sums[0] / float(global_batch_size), sums
+
+    return loss_and_sums
+
+  def metrics_from_sums(self, sums) -> Dict[str, float]:
+    values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
+    return {"loss": _safe_ratio(values["loss"], values["examples"])}
+
+  def predict(self, model, batch) -> tf.Tensor:
+    """The cosine similarity of each pair, float32 `[batch]`."""
+    return self._cosine(model, batch, training=False)
+
+  def evaluation_metrics(self, outputs: np.ndarray, labels: np.ndarray) -> Dict[str, float]:
+    values = {"spearman": metrics_lib.spearman(outputs, labels), "pearson": metrics_lib.pearson(outputs, labels)}
+    if self.score_range is not None:  # the training loss; a model never trained here has no score range
+      values["loss"] = metrics_lib.mse(outputs, self._target(labels))
+    return values
+
+  def prediction_rows(self, outputs: np.ndarray) -> Tuple[List[str], List[List[float]]]:
+    return [repr(float(value)) for value in outputs], [[float(value)] for value in outputs]
+
+  def exported_model(self, model) -> tf_keras.Model:
+    """What `--export_dir` serves: the encoder, whose SavedModel embeds sentences."""
+    return model.encoder

@@ -1,0 +1,110 @@
+"""Evaluation metrics of the fine-tuning tasks, in NumPy (no scikit-learn or SciPy needed).
+
+Each metric takes (predictions, labels) of the same length; all are symmetric in the two. Classification
+metrics take class ids; the binary ones (MCC, F1) take ids 0 and 1 with 1 the positive class. Where a
+correlation is undefined (a side without variance) it is 0, as scikit-learn's MCC (SciPy's Pearson and
+Spearman give NaN), so the best checkpoint can always be picked by comparison.
+"""
+
+from typing import Callable, Dict
+
+import numpy as np
+
+from albert_tf.data.tasks import Task
+
+
+def _pair(predictions, labels, dtype=None):
+  predictions = np.asarray(predictions, dtype).reshape(-1)
+  labels = np.asarray(labels, dtype).reshape(-1)
+  if predictions.shape != labels.shape or not predictions.size:
+    raise ValueError(f"Metrics need as many predictions as labels, at least one: {predictions.size} "
+                     f"predictions, {labels.size} labels.")
+  return predictions, labels
+
+
+def _binary_counts(predictions, labels):
+  """(true positives, true negatives, false positives, false negatives) as floats (no overflow)."""
+  predictions, labels = _pair(predictions, labels)
+  for name, values in (("predictions", predictions), ("labels", labels)):
+    if not np.isin(values, (0, 1)).all():
+      raise ValueError(f"Binary metrics take class ids 0 and 1; the {name} hold {np.unique(values)}.")
+  positive, predicted_positive = labels == 1, predictions == 1
+  return (float(np.sum(positive & predicted_positive)), float(np.sum(~positive & ~predicted_positive)),
+          float(np.sum(~positive & predicted_positive)), float(np.sum(positive & ~predicted_positive)))
+
+
+def accuracy(predictions, labels) -> float:
+  """The fraction of predictions equal to their label."""
+  predictions, labels = _pair(predictions, labels)
+  return float(np.mean(predictions == labels))
+
+
+def matthews_corrcoef(predictions, labels) -> float:
+  """Matthews correlation of binary ids (CoLA's metric): 0 where a row or column of the confusion is empty."""
+  tp, tn, fp, fn = _binary_counts(predictions, labels)
+  denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+  return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
+
+
+def f1(predictions, labels) -> float:
+  """F1 of the positive class 1 (MRPC's and QQP's metric): 0 where there are no positives at all."""
+  tp, _, fp, fn = _binary_counts(predictions, labels)
+  return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def pearson(predictions, labels) -> float:
+  """Pearson correlation (STS-B's metric); 0 where either side is constant."""
+  predictions, labels = _pair(predictions, labels, np.float64)
+  if np.ptp(predictions) == 0 or np.ptp(labels) == 0:
+    return 0.0  # checked before centring, whose rounding would leave a constant side tiny, nonzero residuals
+  predictions, labels = predictions - predictions.mean(), labels - labels.mean()
+  denominator = np.sqrt(np.dot(predictions, predictions) * np.dot(labels, labels))
+  return float(np.clip(np.dot(predictions, labels) / denominator, -1.0, 1.0)) if denominator else 0.0
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+  """1-based ranks, tied values sharing the mean of their ranks (SciPy's `rankdata(method="average")`)."""
+  order = np.argsort(values, kind="stable")
+  sorted_values = values[order]
+  run_starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+  run_ends = np.r_[run_starts[1:], len(values)]
+  run_of_sorted = np.repeat(np.arange(len(run_starts)), run_ends - run_starts)
+  ranks = np.empty(len(values))
+  # Positions start..end-1 hold ranks start+1..end, whose mean is (start + end + 1) / 2.
+  ranks[order] = ((run_starts + run_ends + 1) / 2.0)[run_of_sorted]
+  return ranks
+
+
+def spearman(predictions, labels) -> float:
+  """Spearman rank correlation: Pearson of the average ranks; 0 where either side is constant."""
+  predictions, labels = _pair(predictions, labels, np.float64)
+  return pearson(_average_ranks(predictions), _average_ranks(labels))
+
+
+def mse(predictions, labels) -> float:
+  """Mean squared error."""
+  predictions, labels = _pair(predictions, labels, np.float64)
+  return float(np.mean(np.square(predictions - labels)))
+
+
+METRICS: Dict[str, Callable[..., float]] = {
+    "accuracy": accuracy, "mcc": matthews_corrcoef, "f1": f1, "pearson": pearson, "spearman": spearman,
+    "mse": mse}
+
+
+def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
+  """The metrics of `task` (its `metric_names`, Google's set for GLUE) on one evaluation.
+
+  Args:
+    task: the task, from `albert_tf.data.tasks.get_task`.
+    predictions: class ids, or class scores [examples, classes] (their argmax is taken); for regression,
+      the predicted values ([examples] or [examples, 1]).
+    labels: label ids, or the true values for regression.
+
+  Returns:
+    {metric name: value}; `task.primary_metric` is among them.
+  """
+  predictions = np.asarray(predictions)
+  if not task.is_regression and predictions.ndim == 2:
+    predictions = predictions.argmax(axis=-1)
+  return {name: METRICS[name](predictions, labels) for name in task.metric_names}

@@ -1,0 +1,107 @@
+"""Plants known bugs one at a time in a copy of the repository and checks that the tests catch each one.
+
+  python dev/check_deliberate_bugs.py                  # every bug (about 10 minutes on 2 cores)
+  python dev/check_deliberate_bugs.py --bugs=flipped_best,no_clipping
+
+A developer's check, not part of CI: each bug is a silent one that would cost a user days of pretraining or
+a wrong model in production (issue 27's list). For each, the copy gets one textual change, then the tests
+named for it run there (`pytest -x`); the bug is caught when they fail. The copy sits beside the checkout
+(so `../shared` is found) and is removed afterwards. Exit status 1 if any bug goes unnoticed.
+"""
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+from absl import app
+from absl import flags
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("bugs", None, "Names of the bugs to plant (default: all).")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bug:
+  path: str
+  correct: str  # the text as it is: must occur exactly once
+  wrong: str
+  tests: Sequence[str]  # pytest arguments
+
+
+BUGS = {
+    "flipped_best": Bug(
+        "albert_tf/training/run_directory.py",
+        "(metrics[metric] <= best[metric]) if higher_is_better else (metrics[metric] >= best[metric])",
+        "(metrics[metric] >= best[metric]) if higher_is_better else (metrics[metric] <= best[metric])",
+        ["tests/test_training.py", "tests/test_finetuning.py", "-k", "best"]),
+    "mask_token_30_percent": Bug(
+        "albert_tf/data/instances.py", "if rng.random() < 0.8:", "if rng.random() < 0.3:",
+        ["tests/test_pretraining_writer.py", "-k", "statistics"]),
+    "no_clipping": Bug(
+        "albert_tf/training/loop.py", "gradients, _ = tf.clip_by_global_norm(gradients, 1.0)", "pass",
+        ["tests/test_training.py"]),
+    "every_layer_in_group_0": Bug(
+        "albert_tf/modeling/encoder.py", "self.groups[self.config.group_of_layer(layer_index)]", "self.groups[0]",
+        ["tests/test_model.py", "tests/test_huggingface_export.py", "-k", "group"]),
+    "swapped_sop_labelled_0": Bug(
+        "albert_tf/data/instances.py", "return tokens_b, tokens_a, 1, 0  # sentence order swapped",
+        "return tokens_b, tokens_a, 0, 0  # sentence order swapped",
+        ["tests/test_pretraining_writer.py", "-k", "statistics"]),
+    "resume_skips_nothing_in_a_file": Bug(
+        "albert_tf/data/pretraining_dataset.py", "return shuffled.unbatch().skip(skipped_in_file)",
+        "return shuffled.unbatch()", ["tests/test_pretraining_dataset.py"]),
+    "exported_labels_reversed": Bug(
+        "albert_tf/serving/saved_model.py", "tf.constant(model.label_names)", "tf.constant(model.label_names[::-1])",
+        ["tests/test_serving.py", "-k", "classifier"]),
+    "float16_without_loss_scaling": Bug(
+        "albert_tf/training/loop.py", 'run.mixed_precision == "float16", jit_compile)', "False, jit_compile)",
+        ["tests/test_pretraining.py", "-k", "mixed_precision"]),
+}
+
+
+def plant_and_test(name: str, bug: Bug) -> bool:
+  """Runs the bug's tests on a copy with the bug planted; True when they fail."""
+  copy = tempfile.mkdtemp(prefix=f".deliberate-bug-{name}-", dir=os.path.dirname(REPO))
+  try:
+    shutil.copytree(REPO, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "mutants", "mutation_results", "__pycache__", "demo_output"))
+    path = os.path.join(copy, bug.path)
+    with open(path, encoding="utf-8") as reader:
+      text = reader.read()
+    if text.count(bug.correct) != 1:
+      raise ValueError(f"{bug.path} holds {text.count(bug.correct)} copies of {bug.correct!r}; update the bug.")
+    with open(path, "w", encoding="utf-8") as writer:
+      writer.write(text.replace(bug.correct, bug.wrong))
+    start = time.time()
+    # PYTHONPATH puts the copy's albert_tf before the editable install, for the tools' subprocesses too.
+    result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *bug.tests],
+                            cwd=copy, env=dict(os.environ, PYTHONPATH=copy), capture_output=True, text=True)
+    summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
+    caught = result.returncode == 1
+    print(f"{'caught' if caught else 'MISSED'}  {name:32s} {time.time() - start:5.0f} s  {summary}", flush=True)
+    return caught
+  finally:
+    shutil.rmtree(copy, ignore_errors=True)
+
+
+def main(argv):
+  del argv
+  names = FLAGS.bugs or list(BUGS)
+  unknown = sorted(set(names) - set(BUGS))
+  if unknown:
+    raise app.UsageError(f"Unknown bug(s) {', '.join(unknown)}; known: {', '.join(BUGS)}.")
+  missed = [name for name in names if not plant_and_test(name, BUGS[name])]
+  print(f"{len(names) - len(missed)} of {len(names)} planted bugs caught" +
+        (f"; missed: {', '.join(missed)}" if missed else ""))
+  sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,112 @@
+"""The package layout and its promises: stages import only earlier stages, the data path runs without
+TensorFlow, tools report only our errors as one line, a TPU that cannot be reached is one clear error."""
+
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from albert_tf.data.pretraining_writer import CorpusError
+from albert_tf.data.tasks import TaskError
+from albert_tf.errors import AlbertError, DataError, InputFileError, OptionError, TrainingError
+from albert_tf.modeling.checkpoints import CheckpointMismatchError
+from albert_tf.modeling.config import AlbertConfigError
+from albert_tf.training import distribution, pretraining
+from conftest import REPO
+
+# Each sub-package may import itself and those before it. `errors` and `files` come first of all.
+STAGES = ("errors", "files", "modeling", "text", "data", "interop", "serving", "training", "cli")
+
+
+def stage_of(module: str):
+  parts = module.split(".")
+  return parts[1] if parts[0] == "albert_tf" and len(parts) > 1 else None
+
+
+def albert_imports(path: str):
+  """The albert_tf modules a source file imports, at any depth of the file."""
+  for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("albert_tf"):
+      if node.module == "albert_tf":
+        yield from (f"albert_tf.{alias.name}" for alias in node.names)
+      else:
+        yield node.module
+    elif isinstance(node, ast.Import):
+      yield from (alias.name for alias in node.names if alias.name.startswith("albert_tf"))
+
+
+def test_each_stage_imports_only_itself_and_earlier_stages():
+  package = os.path.join(REPO, "albert_tf")
+  checked, violations = 0, []
+  for directory, _, names in os.walk(package):
+    for name in names:
+      if not name.endswith(".py"):
+        continue
+      path = os.path.join(directory, name)
+      module = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+      stage = stage_of(module)
+      if stage is None:
+        continue  # albert_tf/__init__.py: the public API, loaded lazily
+      assert stage in STAGES, f"{module}: add its stage to STAGES"
+      checked += 1
+      for imported in albert_imports(path):
+        other = stage_of(imported)
+        if other is not None and STAGES.index(other) > STAGES.index(stage):
+          violations.append(f"{module} imports {imported}")
+  assert checked > 30
+  assert not violations
+
+
+def test_the_data_path_imports_no_tensorflow():
+  # The data tool's worker processes start from a fork server that imports the tool's modules: without
+  # TensorFlow they start fast and hold no TensorFlow state.
+  code = ("import sys, albert_tf, albert_tf.cli, albert_tf.files, albert_tf.data.pretraining_writer; "
+          "print(sorted(name for name in ('tensorflow', 'tf_keras') if name in sys.modules))")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("error, status, one_line", [
+    ("OptionError('--x must be positive')", 2, "error: --x must be positive"),
+    ("FileNotFoundError('no such file: a.txt')", 1, None),  # not ours: a bug's traceback stays
+    ("ValueError('shape mismatch in a layer')", 1, None),
+])
+def test_tools_print_only_our_errors_as_one_line(error, status, one_line):
+  code = ("from albert_tf import cli\nfrom albert_tf.errors import OptionError\n"
+          f"def main(argv):\n  raise {error}\ncli.run(main)\n")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+  assert result.returncode == status
+  if one_line:
+    assert result.stderr.strip().splitlines()[-1] == one_line and "Traceback" not in result.stderr
+  else:
+    assert "Traceback" in result.stderr
+
+
+def test_an_unreachable_tpu_is_one_error_naming_the_flags():
+  with pytest.raises(OptionError, match=r"Cannot reach --tpu_name='no-such-tpu-x1'.*--tpu_zone=us-x1-a, "
+                                        r"--gcp_project=no-project\): check those flags"):
+    distribution.get_strategy("tpu", "no-such-tpu-x1", "us-x1-a", "no-project")
+
+
+def test_init_from_group0_refuses_variables_that_do_not_pair_up():
+  targets = [tf.Variable(tf.zeros([2, 3]), name="a"), tf.Variable(tf.zeros([3]), name="b")]
+  with pytest.raises(CheckpointMismatchError, match="group 1.*2 in the model, 1 in the one-group model"):
+    pretraining._assign_pairs(targets, [tf.Variable(tf.ones([2, 3]))], "of group 1")
+  with pytest.raises(CheckpointMismatchError, match=r"shapes differ: b:0 \(3,\) vs c:0 \(4,\)"):
+    pretraining._assign_pairs(targets, [tf.Variable(tf.ones([2, 3])), tf.Variable(tf.ones([4]), name="c")], "x")
+  assert not targets[0].numpy().any()  # a refused list assigns nothing
+  pretraining._assign_pairs(targets, [tf.Variable(tf.ones([2, 3])), tf.Variable(tf.ones([3]))], "x")
+  assert targets[0].numpy().all() and targets[1].numpy().all()
+
+
+def test_every_error_we_raise_for_bad_input_is_an_albert_error():
+  # Each keeps the built-in type callers caught before (`except ValueError`, `except FileNotFoundError`).
+  for error_type, builtin in ((OptionError, ValueError), (DataError, ValueError), (TaskError, ValueError),
+                              (CorpusError, ValueError), (AlbertConfigError, ValueError),
+                              (CheckpointMismatchError, ValueError), (InputFileError, FileNotFoundError),
+                              (TrainingError, RuntimeError)):
+    assert issubclass(error_type, AlbertError) and issubclass(error_type, builtin)

@@ -1,0 +1,349 @@
+"""create_pretraining_data: Google's statistics, reproducibility, features and errors."""
+
+import collections
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.data import pretraining_writer as pd
+from albert_tf.data.example_encoding import FEATURE_NAMES
+from albert_tf.data.instances import InstanceOptions
+from albert_tf.errors import DataError
+from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
+
+pytestmark = requires_shared(SP8K_MODEL)
+CORPUS = os.path.join(SHARED, "corpus")
+
+
+def create(tmp_path, input_files, name="out.tfrecord", dupe_factor=2, num_workers=1, seed=12345, **options):
+  options.setdefault("max_seq_length", 128)
+  options.setdefault("max_predictions_per_seq", 20)
+  outputs = [str(tmp_path / part) for part in name.split(",")]
+  summary = pd.create_pretraining_data(
+      input_files, outputs, pd.TokenizerOptions(SP8K_MODEL, do_lower_case=False), InstanceOptions(**options),
+      dupe_factor=dupe_factor, random_seed=seed, num_workers=num_workers, progress=False)
+  return summary, outputs
+
+
+def structure_problems(ids, mask, segments, positions, labels, cls_id, sep_id):
+  """The checks of ../shared/reference/record_stats.py on one record: what is wrong with it, if anything."""
+  problems = []
+  length = int(mask.sum())
+  original = ids.copy()
+  original[positions[positions < len(ids)]] = labels[positions < len(ids)]
+  tokens = original[:length]  # the sequence before masking
+  separators = np.flatnonzero(tokens == sep_id)
+  if tokens[0] != cls_id:
+    problems.append("first token not [CLS]")
+  if len(separators) != 2 or tokens[-1] != sep_id:
+    problems.append("not exactly two [SEP], last")
+  if mask[:length].min() != 1 or mask[length:].any() or ids[length:].any():
+    problems.append("padding not zero")
+  segment_b = np.flatnonzero(segments[:length] == 1)
+  if (len(segment_b) == 0 or len(separators) == 0 or segment_b[0] != separators[0] + 1 or
+      not segments[segment_b[0]:length].all() or segments[length:].any()):
+    problems.append("segment ids")
+  if (positions >= length).any():
+    problems.append("masked position out of range")
+  if np.isin(labels, [cls_id, sep_id]).any():
+    problems.append("special token chosen for masking")
+  if (np.diff(positions) <= 0).any():
+    problems.append("positions not ascending")
+  return problems
+
+
+def record_stats(paths, mask_id=4, cls_id=2, sep_id=3):
+  """The statistics and structure checks of ../shared/reference/record_stats.py (Google's measurement)."""
+  stats = collections.Counter()
+  runs = collections.Counter()
+  problems = collections.Counter()
+  for raw in tf.data.TFRecordDataset(paths):
+    example = tf.train.Example.FromString(raw.numpy()).features.feature
+    ids = np.array(example["input_ids"].int64_list.value)
+    mask = np.array(example["input_mask"].int64_list.value)
+    length = int(np.sum(mask))
+    weights = np.array(example["masked_lm_weights"].float_list.value)
+    positions = np.array(example["masked_lm_positions"].int64_list.value)[weights > 0]
+    labels = np.array(example["masked_lm_ids"].int64_list.value)[weights > 0]
+    problems.update(structure_problems(ids, mask, np.array(example["segment_ids"].int64_list.value), positions,
+                                       labels, cls_id, sep_id))
+    stats["instances"] += 1
+    stats["label1"] += example["next_sentence_labels"].int64_list.value[0]
+    stats["tokens"] += length
+    stats["masked"] += len(positions)
+    stats["as_mask"] += int(np.sum(ids[positions] == mask_id))
+    stats["kept"] += int(np.sum(ids[positions] == labels))
+    run = 1
+    for a, b in zip(positions[:-1], positions[1:]):
+      if b == a + 1:
+        run += 1
+      else:
+        runs[min(run, 4)] += 1
+        run = 1
+    if len(positions):
+      runs[min(run, 4)] += 1
+  n, masked, total_runs = stats["instances"], stats["masked"], sum(runs.values())
+  return {
+      "instances": n, "problems": dict(problems), "sop_label1": stats["label1"] / n, "mean_len": stats["tokens"] / n,
+      "mask_rate": masked / (stats["tokens"] - 3 * n), "frac_mask": stats["as_mask"] / masked,
+      "frac_kept": stats["kept"] / masked, "frac_random": 1 - (stats["as_mask"] + stats["kept"]) / masked,
+      "runs": [runs[k] / total_runs for k in (1, 2, 3, 4)],
+  }
+
+
+# ../shared/reference/google-data-stats.md: Google's tool on the same corpora, model and flags.
+GOOGLE = {
+    "en_wiki.txt": dict(instances=26123, sop_label1=0.5393, mean_len=119.30, mask_rate=0.1525, frac_mask=0.7993,
+                        frac_kept=0.1006, frac_random=0.1002, runs=[0.448, 0.233, 0.150, 0.169]),
+    "ko_libreoffice_help.txt": dict(instances=12865, sop_label1=0.5509, mean_len=106.43, mask_rate=0.1530,
+                                    frac_mask=0.7997, frac_kept=0.1008, frac_random=0.0994,
+                                    runs=[0.532, 0.265, 0.160, 0.043]),
+}
+
+# Instances per pass move with the documents that draw a short target length: Google's own tool made 5,329
+# on en_wiki.txt in one pass and 5,225 a pass over five (2%); ours over 20 passes, seeds 12345 and 7, were
+# 1.7% and 0.4% below Google's on en_wiki.txt, 0.9% above and 1.6% below on ko_libreoffice_help.txt.
+INSTANCE_TOLERANCE = 0.03
+
+
+@pytest.mark.parametrize("corpus", sorted(GOOGLE))
+def test_statistics_match_google(tmp_path, corpus):
+  """The issue's tolerances. Google's figures are one dupe_factor=5 sample; with ~100 documents, which ones
+  draw a short target length moves the mean length by ±2% from seed to seed, so we measure 20 passes."""
+  _, outputs = create(tmp_path, [os.path.join(CORPUS, corpus)], name="a.tfrecord,b.tfrecord", dupe_factor=20,
+                      num_workers=2)
+  ours, google = record_stats(outputs), GOOGLE[corpus]
+  assert ours["problems"] == {}
+  # Google's figure is for dupe_factor=5: the same number of instances per pass over the corpus.
+  assert abs((ours["instances"] / 20) / (google["instances"] / 5) - 1) <= INSTANCE_TOLERANCE, ours["instances"]
+  assert abs(ours["sop_label1"] - google["sop_label1"]) <= 0.02, ours
+  assert abs(ours["mask_rate"] - google["mask_rate"]) <= 0.005, ours
+  for key in ("frac_mask", "frac_kept", "frac_random"):
+    assert abs(ours[key] - google[key]) <= 0.01, (key, ours)
+  for bucket, (mine, theirs) in enumerate(zip(ours["runs"], google["runs"]), 1):
+    assert abs(mine - theirs) <= 0.03, (bucket, ours)
+  assert abs(ours["mean_len"] / google["mean_len"] - 1) <= 0.02, ours
+
+
+def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
+  inputs = [os.path.join(CORPUS, "ko_law.txt"), os.path.join(CORPUS, "en_botchan.txt")]
+  _, one = create(tmp_path / "one", inputs, name="a,b", num_workers=1)
+  _, two = create(tmp_path / "two", inputs, name="a,b", num_workers=2)
+  _, other_seed = create(tmp_path / "seed", inputs, name="a,b", num_workers=2, seed=7)
+  for path_one, path_two in zip(one, two):
+    with open(path_one, "rb") as a, open(path_two, "rb") as b:
+      assert a.read() == b.read()
+  with open(one[0], "rb") as a, open(other_seed[0], "rb") as b:
+    assert a.read() != b.read()
+
+
+def test_features_are_googles(tmp_path):
+  summary, outputs = create(tmp_path, [os.path.join(CORPUS, "ko_law.txt")], dupe_factor=1, max_seq_length=64,
+                            max_predictions_per_seq=10)
+  lengths = {"input_ids": 64, "input_mask": 64, "segment_ids": 64, "token_boundary": 64,
+             "masked_lm_positions": 10, "masked_lm_ids": 10, "masked_lm_weights": 10, "next_sentence_labels": 1}
+  count = 0
+  for raw in tf.data.TFRecordDataset(outputs):
+    feature = tf.train.Example.FromString(raw.numpy()).features.feature
+    assert set(feature) == set(FEATURE_NAMES)
+    for name, length in lengths.items():
+      kind = "float_list" if name == "masked_lm_weights" else "int64_list"
+      assert feature[name].WhichOneof("kind") == kind
+      assert len(getattr(feature[name], kind).value) == length, name
+    ids = np.array(feature["input_ids"].int64_list.value)
+    mask = np.array(feature["input_mask"].int64_list.value)
+    segments = np.array(feature["segment_ids"].int64_list.value)
+    boundary = np.array(feature["token_boundary"].int64_list.value)
+    length = int(mask.sum())
+    assert ids[0] == 2 and ids[length - 1] == 3 and np.sum(ids[:length] == 3) >= 1
+    assert not ids[length:].any() and not segments[length:].any() and boundary[0] == 1
+    first_b = np.argmax(segments)
+    assert ids[first_b - 1] == 3 and segments[first_b:length].all()
+    count += 1
+  assert count == summary.instances > 50
+
+
+def test_masking_options(tmp_path):
+  inputs = [os.path.join(CORPUS, "en_botchan.txt")]
+  _, outputs = create(tmp_path / "p", inputs, dupe_factor=1, do_permutation=True)
+  first = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(outputs))).numpy())
+  assert len(first.features.feature["masked_lm_positions"].int64_list.value) == 40  # 2 × max_predictions
+  _, outputs = create(tmp_path / "u", inputs, dupe_factor=1, ngram=1, do_whole_word_mask=False)
+  assert record_stats(outputs)["runs"][3] < 0.01  # unigram masking: almost no runs of 4+
+  _, outputs = create(tmp_path / "n", inputs, dupe_factor=1, random_next_sentence=True)
+  assert 0.4 < record_stats(outputs)["sop_label1"] < 0.6
+
+
+def test_single_segment_policies(tmp_path):
+  """60 one-sentence documents and 20 of five sentences, under each policy."""
+  corpus = tmp_path / "mixed.txt"
+  singles = [f"Document {i} has one sentence only, with quite a few words in it." for i in range(60)]
+  longer = [" \n".join(f"Sentence {j} of document {i} is here." for j in range(5)) for i in range(20)]
+  corpus.write_text("\n\n".join(singles + longer))
+  counts = {}
+  for policy in ("random_document", "split_sentence", "skip"):
+    summary, _ = create(tmp_path / policy, [str(corpus)], dupe_factor=4, single_segment_policy=policy)
+    counts[policy] = summary
+  # Google: each single-sentence document pairs with a random document, labelled 1.
+  assert counts["random_document"].instances >= 4 * 60
+  assert counts["random_document"].sop_label_1 >= 4 * 60
+  # Skipping drops exactly those; splitting keeps them, swapped half of the time.
+  assert counts["skip"].instances <= counts["random_document"].instances - 4 * 60
+  assert counts["split_sentence"].instances >= 4 * 60
+  assert 0.35 < counts["split_sentence"].sop_label_1 / counts["split_sentence"].instances < 0.65
+  assert 0.35 < counts["skip"].sop_label_1 / counts["skip"].instances < 0.65
+
+
+def test_skip_policy_with_only_single_sentences_is_a_clear_error(tmp_path):
+  corpus = tmp_path / "short.txt"
+  corpus.write_text("One sentence.\n\nAnother one.\n")
+  with pytest.raises(pd.CorpusError, match="No instance could be made"):
+    create(tmp_path, [str(corpus)], single_segment_policy="skip")
+
+
+def test_bad_input_is_reported_and_nothing_is_written(tmp_path):
+  existing = tmp_path / "out.tfrecord"
+  existing.write_bytes(b"previous output")
+  good = os.path.join(CORPUS, "ko_law.txt")
+  with pytest.raises(FileNotFoundError, match="missing.txt"):
+    create(tmp_path, [str(tmp_path / "missing.txt")])
+  empty = tmp_path / "empty.txt"
+  empty.write_text("\n\n  \n")
+  with pytest.raises(pd.CorpusError, match="corpus is empty"):
+    create(tmp_path, [str(empty)])
+  broken = tmp_path / "broken.txt"
+  broken.write_bytes("첫 줄입니다.\n둘째 줄.\n".encode() + b"bad \xff\xfe bytes\n")
+  with pytest.raises(DataError, match=r"broken.txt, line 3: not UTF-8"):
+    create(tmp_path, [good, str(broken)], num_workers=2)
+  with pytest.raises(ValueError, match="max_seq_length must be at least 8"):
+    create(tmp_path, [good], max_seq_length=7)
+  with pytest.raises(ValueError, match=r"has no \[CLS\], \[SEP\], \[MASK\]"):
+    pd.create_pretraining_data([good], [str(existing)],
+                               pd.TokenizerOptions(os.path.join(CORPUS, "botchan_en_unigram_1000.model")),
+                               InstanceOptions())
+  assert existing.read_bytes() == b"previous output"
+  assert sorted(os.listdir(tmp_path)) == ["broken.txt", "empty.txt", "out.tfrecord"]
+
+
+def test_tool_warns_and_summarises(tmp_path):
+  output = tmp_path / "out.tfrecord"
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
+       f"--input_file={os.path.join(CORPUS, 'ko_law.txt')}", f"--output_file={output}",
+       f"--spm_model_file={SP8K_MODEL}", f"--vocab_file={SP8K_MODEL.replace('.model', '.vocab')}",
+       "--max_seq_length=256", "--max_predictions_per_seq=20", "--dupe_factor=1", "--num_workers=2"],
+      capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr
+  assert "--max_predictions_per_seq=20 is below masked_lm_prob × max_seq_length = 38" in result.stderr
+  assert "[create_pretraining_data] pass 1/1" in result.stderr
+  assert "instances:" in result.stdout and "SOP balance" in result.stdout and "mask rate" in result.stdout
+  failed = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
+       f"--input_file={tmp_path / 'nothing*.txt'}", f"--output_file={output}", f"--spm_model_file={SP8K_MODEL}"],
+      capture_output=True, text=True, timeout=300)
+  assert failed.returncode == 2 and "error:" in failed.stderr and "Traceback" not in failed.stderr
+
+
+def corpus_head(tmp_path, name, lines):
+  """The first `lines` lines of a shared corpus, cut at a document boundary (a blank line)."""
+  with open(os.path.join(CORPUS, name), encoding="utf-8") as reader:
+    head = [line for line, _ in zip(reader, range(lines))]
+  while head and head[-1].strip():
+    head.pop()
+  path = tmp_path / name
+  path.write_text("".join(head), encoding="utf-8")
+  return str(path)
+
+
+def run_tool(tmp_path, name, input_file, *flags):
+  """The tool with Google's flags at small sizes; returns the records' statistics and their original pieces."""
+  output = tmp_path / f"{name}.tfrecord"
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"), f"--input_file={input_file}",
+       f"--output_file={output}", f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128",
+       "--max_predictions_per_seq=20", "--dupe_factor=3", "--num_workers=1", *flags],
+      capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr
+  return record_stats([str(output)]), str(output)
+
+
+def original_pieces(path):
+  """The pieces of every record before masking, as one string."""
+  import sentencepiece as spm
+  processor = spm.SentencePieceProcessor(model_file=SP8K_MODEL)
+  pieces = []
+  for raw in tf.data.TFRecordDataset(path):
+    feature = tf.train.Example.FromString(raw.numpy()).features.feature
+    ids = np.array(feature["input_ids"].int64_list.value)
+    weights = np.array(feature["masked_lm_weights"].float_list.value)
+    positions = np.array(feature["masked_lm_positions"].int64_list.value)[weights > 0]
+    ids[positions] = np.array(feature["masked_lm_ids"].int64_list.value)[weights > 0]
+    length = int(sum(feature["input_mask"].int64_list.value))
+    pieces += [processor.IdToPiece(int(i)) for i in ids[:length] if i > 4]  # not <pad> <unk> [CLS] [SEP] [MASK]
+  return "".join(pieces)
+
+
+@pytest.fixture(scope="module")
+def english(tmp_path_factory):
+  directory = tmp_path_factory.mktemp("flags")
+  corpus = corpus_head(directory, "en_wiki.txt", 1500)
+  default_stats, default_records = run_tool(directory, "default", corpus)
+  return directory, corpus, default_stats, default_records
+
+
+def test_tool_short_seq_prob_masked_lm_prob_and_ngram_flags(english):
+  directory, corpus, default, _ = english
+  assert default["problems"] == {}
+  always_short, _ = run_tool(directory, "short", corpus, "--short_seq_prob=1.0")
+  never_short, _ = run_tool(directory, "long", corpus, "--short_seq_prob=0")
+  # Measured: mean length 84 / 116 / 128 and 2,705 / 1,340 / 1,101 instances for short_seq_prob 1 / 0.1 / 0.
+  # A short target is uniform in [2, 125], and chunks of whole sentences overshoot it.
+  assert always_short["mean_len"] < 0.8 * default["mean_len"] and always_short["instances"] > 1.5 * default[
+      "instances"]
+  assert never_short["mean_len"] > 1.05 * default["mean_len"] and never_short["instances"] < default["instances"]
+
+  more_masks, _ = run_tool(directory, "masked", corpus, "--masked_lm_prob=0.3", "--max_predictions_per_seq=40")
+  assert abs(default["mask_rate"] - 0.15) <= 0.01 and abs(more_masks["mask_rate"] - 0.3) <= 0.015
+
+  # n-gram sizes ∝ 1/n (1: 6/11, 3: 2/11) or reversed (3: 6/11): runs of 3 and more grow.
+  longer, _ = run_tool(directory, "longer", corpus, "--nofavor_shorter_ngram")
+  assert sum(longer["runs"][2:]) > sum(default["runs"][2:]) + 0.15
+  assert longer["runs"][0] < default["runs"][0] - 0.15
+  for stats in (always_short, never_short, more_masks, longer):
+    assert stats["problems"] == {}
+
+
+def test_tool_case_and_accent_flags_reach_the_records(english):
+  directory, corpus, _, default_records = english
+  default = original_pieces(default_records)
+  assert not any(char.isupper() for char in default) and "é" not in default  # Google's: lower-cased, no accents
+  _, cased_records = run_tool(directory, "cased", corpus, "--nodo_lower_case", "--keep_accents")
+  cased = original_pieces(cased_records)
+  assert sum(char.isupper() for char in cased) > 100 and "é" in cased
+
+
+def test_memory_stays_flat_as_the_corpus_grows(tmp_path):
+  """Peak Python memory for 2 and 8 copies of 90 documents (a shuffle window of 200 records): the same
+  blocks in flight, whatever the length. A tool that held every instance would need four times as much."""
+  import tracemalloc
+  text = open(corpus_head(tmp_path, "ko_libreoffice_help.txt", 3400), encoding="utf-8").read()
+  peaks = {}
+  for copies in (2, 8):
+    corpus = tmp_path / f"corpus{copies}.txt"
+    corpus.write_text(text * copies, encoding="utf-8")
+    tracemalloc.start()
+    try:
+      summary = pd.create_pretraining_data(
+          [str(corpus)], [str(tmp_path / f"out{copies}.tfrecord")], pd.TokenizerOptions(SP8K_MODEL),
+          InstanceOptions(max_seq_length=128, max_predictions_per_seq=20), dupe_factor=1, shuffle_window=200,
+          progress=False)
+      peaks[copies] = tracemalloc.get_traced_memory()[1], summary.instances
+    finally:
+      tracemalloc.stop()
+  (small_peak, small_count), (large_peak, large_count) = peaks[2], peaks[8]
+  assert large_count > 3.5 * small_count
+  assert large_peak < 1.5 * small_peak, peaks
