@@ -36,8 +36,8 @@ group() {
       files=(albert_tf/training/pretraining_objective.py albert_tf/training/metrics.py
              albert_tf/training/finetuning_objectives.py)
       local objectives=albert_tf.training.finetuning_objectives
-      mutants=("albert_tf.training.metrics.*" "albert_tf.training.pretraining_objective.*" "$objectives.x__safe_ratio__*"
-               "$objectives.x*Objective*"{_per_example,replica_loss,metrics_from_sums}"__*")
+      mutants=("albert_tf.training.metrics.*" "albert_tf.training.pretraining_objective.*"
+               "$objectives.x__safe_ratio__*" "$objectives.x*Objective*"{_per_example,replica_loss,metrics_from_sums}"__*")
       tests=(tests/test_metrics.py tests/test_pretraining.py::test_loss_is_googles_formula
              tests/test_pretraining.py::test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios
              tests/test_finetuning.py::test_losses_and_metrics_are_googles

@@ -152,13 +152,18 @@ def test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere():
       tf.ragged.constant([[2, 5 + i, 3] for i in range(10)], tf.int32), tf.fill([10], 3))
   split = finetuning_dataset.EncodedSplit({"inputs": packed}, labels, [str(i) for i in range(10)], max_seq_length=6)
 
-  def stream(start, batches, context=None, batch_size=2):
-    dataset = finetuning_dataset.training_dataset(split, batch_size, seed=7, start_example=start, input_context=context)
+  def stream(start, batches, context=None, batch_size=2, seed=7):
+    dataset = finetuning_dataset.training_dataset(split, batch_size, seed=seed, start_example=start,
+                                                  input_context=context)
     return np.concatenate([batch["labels"].numpy() for batch in dataset.take(batches)])
 
   whole = stream(0, 15)
   assert sorted(whole[:10]) == list(range(10)) and sorted(whole[10:20]) == list(range(10))
   assert list(whole[:10]) != list(whole[10:20])  # another order each epoch
+  assert list(stream(0, 15, seed=8)) != list(whole)  # another order for another seed
+  default_start = finetuning_dataset.training_dataset(split, 2, seed=7)
+  np.testing.assert_array_equal(np.concatenate([b["labels"] for b in default_start.take(5)]), whole[:10])
+  assert default_start.element_spec["labels"].shape.as_list() == [2]  # static: no partial last batch
   np.testing.assert_array_equal(stream(14, 8), whole[14:30])
   # Two input pipelines deal out the same global stream.
   for pipeline in (0, 1):
@@ -166,6 +171,7 @@ def test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere():
     np.testing.assert_array_equal(half, whole[pipeline::2][:10])
   batch = next(iter(finetuning_dataset.training_dataset(split, 2, seed=7)))
   assert batch["inputs"]["input_word_ids"].shape == (2, 6)
+  assert batch["weights"].dtype == tf.float32 and batch["weights"].numpy().tolist() == [1.0, 1.0]
   np.testing.assert_array_equal(batch["inputs"]["input_mask"][0], [1, 1, 1, 0, 0, 0])
 
 

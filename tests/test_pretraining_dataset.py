@@ -153,6 +153,45 @@ def test_every_epoch_reads_each_file_in_shuffled_chunks(tmp_path):
   assert epochs[0] != epochs[1] != epochs[2] != epochs[0]
 
 
+def test_the_seed_the_epoch_the_file_and_the_chunk_each_change_the_shuffle(tmp_path):
+  files = write_sized_files(tmp_path, [16, 16])
+
+  def chunk_orders(seed):
+    """(epoch, file, chunk) -> the order of the chunk's 8 records, as offsets within the chunk."""
+    stream = record_ids(dataset(files, batch_size=1, seed=seed, shuffle_chunk_size=8), num_batches=3 * 32)
+    orders = {}
+    for epoch in range(3):
+      for file in range(2):
+        run = [record % 1000 for record in stream[epoch * 32:(epoch + 1) * 32] if record // 1000 == file]
+        for chunk in range(2):
+          orders[epoch, file, chunk] = tuple(offset - 8 * chunk for offset in run[8 * chunk:8 * chunk + 8])
+    return orders
+
+  orders = chunk_orders(3)
+  assert orders[0, 0, 0] != orders[0, 1, 0]  # another file
+  assert orders[0, 0, 0] != orders[1, 0, 0]  # another epoch
+  assert orders[0, 0, 0] != orders[0, 0, 1]  # another chunk of the file
+  assert orders != chunk_orders(4)  # another seed
+
+  # One record a file: the stream is the order of the files, drawn anew each epoch and for each seed.
+  (tmp_path / "singles").mkdir()
+  singles = write_sized_files(tmp_path / "singles", [1] * 6)
+  file_orders = {seed: record_ids(dataset(singles, batch_size=6, seed=seed), num_batches=4) for seed in (3, 4)}
+  assert len({tuple(file_orders[3][i:i + 6]) for i in range(0, 24, 6)}) > 1
+  assert file_orders[3] != file_orders[4]
+
+
+def test_start_example_continues_the_stream_from_every_position(tmp_path):
+  # File sharding, where a pipeline's epochs differ in length: starts on every file and epoch boundary.
+  files = write_sized_files(tmp_path, [7, 5, 3, 4])
+  kwargs = dict(batch_size=1, seed=2, shuffle_chunk_size=4, record_counts=count_records(files),
+                input_context=pipeline_context(2, 1))
+  stream = record_ids(dataset(files, **kwargs), num_batches=60)
+  for start in range(40):
+    assert record_ids(dataset(files, start_example=start, **kwargs), num_batches=3) == stream[start:start + 3], \
+        f"start_example={start}"
+
+
 @pytest.mark.parametrize("sizes, epoch_lengths", [
     ([5, 5, 5, 5], [10, 10]),  # shards the files of each epoch's order
     ([9], [5, 4]),  # shards the records of the one file
