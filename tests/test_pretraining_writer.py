@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from albert_tf.data import pretraining_writer as pd
 from albert_tf.data.example_encoding import FEATURE_NAMES
-from albert_tf.data.instances import InstanceOptions
+from albert_tf.data.instances import InstanceOptions, is_start_piece
 from albert_tf.errors import DataError
 from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
 
@@ -347,3 +347,14 @@ def test_memory_stays_flat_as_the_corpus_grows(tmp_path):
   (small_peak, small_count), (large_peak, large_count) = peaks[2], peaks[8]
   assert large_count > 3.5 * small_count
   assert large_peak < 1.5 * small_peak, peaks
+
+
+@pytest.mark.parametrize("piece, starts_a_word", [
+    ("\u2581the", True), ("\u2581", True), ("<unk>", True), (",", True), ("$", True),  # Google's prefixes and marks
+    ("ing", False), ("Ing", False), ("a-b", False), (".com", False),  # lower-case Latin letters and marks
+    ("\ud55c\uad6d", True), ("2019", True), ("\u00e9t\u00e9", True), ("'s", True),  # anything else starts one
+])
+def test_is_start_piece_is_googles_word_start_rule(piece, starts_a_word):
+  # Google's `_is_start_piece`: n-gram masking masks whole words, a word being a start piece and the pieces
+  # that are not, up to the next start piece.
+  assert is_start_piece(piece) is starts_a_word
