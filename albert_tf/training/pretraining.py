@@ -146,10 +146,9 @@ class Pretraining:
     source = AlbertPretrainer(one_group)
     checkpoint_lib.restore_checkpoint(source, path)
     _assign_pairs(self._non_group_variables(self.model), self._non_group_variables(source), "outside the groups")
+    group0 = [v for block in source.encoder.groups[0] for v in block.variables]
     for group_index, group in enumerate(self.model.encoder.groups):
-      targets = [v for block in group for v in block.variables]
-      sources = [v for block in source.encoder.groups[0] for v in block.variables]
-      _assign_pairs(targets, sources, f"of group {group_index} (from group 0)")
+      _assign_pairs([v for block in group for v in block.variables], group0, f"of group {group_index} (from group 0)")
 
   @staticmethod
   def _non_group_variables(model) -> List[tf.Variable]:
