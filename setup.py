@@ -8,6 +8,10 @@ TOOLS = ("create_pretraining_data", "run_pretraining", "run_classifier", "train_
          "train_sentencepiece", "convert_checkpoint", "export_hf", "export_saved_model", "benchmark_pretraining",
          "benchmark_pretraining_data", "benchmark_finetuning")
 
+# Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
+# Dataflow and gs://.
+BEAM = ["apache-beam[gcp]"]
+
 setuptools.setup(
     name="albert-tf",
     version="0.1.0",
@@ -28,14 +32,18 @@ setuptools.setup(
         "tensorflow-text~=2.20.0",
         "tf-models-official==2.20.0",
         "tf-keras~=2.20.0",
-        "sentencepiece",
+        # 0.2.3's generated protobuf code needs protobuf >= 7.36, which Apache Beam (the [beam] extra, and the
+        # images of Beam's workers) refuses; 0.2.2 gives the same ids.
+        "sentencepiece<0.2.3",
         "absl-py",
         "numpy",
     ],
     extras_require={
+        "beam": BEAM,
         # scikit-learn and SciPy: the metrics are checked against them. pytest-xdist: the suite runs on 2 cores.
+        # The optional extras too, so that none of their tests can skip.
         "test": ["pytest", "pytest-xdist", "transformers", "torch==2.13.0", "safetensors", "scikit-learn",
-                 "scipy"],
+                 "scipy"] + BEAM,
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -24,3 +24,7 @@ class DataError(AlbertError, ValueError):
 
 class TrainingError(AlbertError, RuntimeError):
   """Training cannot go on (non-finite loss, a run directory that does not fit): nothing more is written."""
+
+
+class OutputError(AlbertError, OSError):
+  """An output that cannot be written (no space left, no permission); nothing partial is left behind."""

@@ -49,14 +49,29 @@ def _is_dir(path: str) -> bool:
   return _gfile().isdir(path) if "://" in path else os.path.isdir(path)
 
 
+def file_exists(path: str) -> bool:
+  """Whether a local or remote (gs://) path is an existing file."""
+  return (_gfile().exists(path) and not _gfile().isdir(path)) if "://" in path else os.path.isfile(path)
+
+
+def file_size(path: str) -> int:
+  """The size in bytes of a local or remote (gs://) file."""
+  return _gfile().stat(path).length if "://" in path else os.path.getsize(path)
+
+
 def read_utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
   """Yields (1-based line number, line with its line break) of a UTF-8 text file; a byte-order mark is dropped.
 
   Raises:
+    InputFileError: the file cannot be opened (missing, a broken link, no permission).
     DataError: a line that is not UTF-8, naming the file, the line and the byte.
   """
   # Bytes, so that a decoding error can name its line.
-  with open(path, "rb") as reader:
+  try:
+    reader = _gfile().GFile(path, "rb") if "://" in path else open(path, "rb")
+  except OSError as error:
+    raise InputFileError(f"{path}: cannot be read ({error.strerror or error}).") from None
+  with reader:
     for line_number, raw in enumerate(reader, 1):
       try:
         line = raw.decode("utf-8")

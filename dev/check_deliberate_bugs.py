@@ -51,12 +51,19 @@ BUGS = {
         "albert_tf/modeling/encoder.py", "self.groups[self.config.group_of_layer(layer_index)]", "self.groups[0]",
         ["tests/test_model.py", "tests/test_huggingface_export.py", "-k", "group"]),
     "swapped_sop_labelled_0": Bug(
-        "albert_tf/data/instances.py", "return tokens_b, tokens_a, 1, 0  # sentence order swapped",
-        "return tokens_b, tokens_a, 0, 0  # sentence order swapped",
+        "albert_tf/data/instances.py", "return SegmentPair(tokens_b, tokens_a, 1), 0  # sentence order swapped",
+        "return SegmentPair(tokens_b, tokens_a, 0), 0  # sentence order swapped",
         ["tests/test_pretraining_writer.py", "-k", "statistics"]),
-    "resume_skips_nothing_in_a_file": Bug(
-        "albert_tf/data/pretraining_dataset.py", "return shuffled.unbatch().skip(skipped_in_file)",
-        "return shuffled.unbatch()", ["tests/test_pretraining_dataset.py"]),
+    "shards_in_corpus_order": Bug(
+        "albert_tf/data/external_shuffle.py", "np.lexsort((pair, document, pass_index, key))",
+        "np.lexsort((pair, document, pass_index))", ["tests/test_data_mixing.py", "-k", "ordered_by_source"]),
+    "random_segment_from_a_neighbour": Bug(
+        "albert_tf/data/instances.py", "random_index = rng.randint(0, num_documents - 1)",
+        "random_index = min(num_documents - 1, document_index + rng.randint(1, 8))",
+        ["tests/test_pretraining_writer.py", "-k", "whole_corpus"]),
+    "resume_off_by_one_in_a_round": Bug(
+        "albert_tf/data/pretraining_dataset.py", ".numpy()[:round_skip]", ".numpy()[:round_skip + 1]",
+        ["tests/test_pretraining_dataset.py", "-k", "continues"]),
     "exported_labels_reversed": Bug(
         "albert_tf/serving/saved_model.py", "tf.constant(model.label_names)", "tf.constant(model.label_names[::-1])",
         ["tests/test_serving.py", "-k", "classifier"]),

@@ -28,10 +28,14 @@ all_groups=(instances losses optimization training input_pipeline routing tokeni
 # in a subprocess are left out: the subprocess imports the unmutated package, so they cannot kill anything.
 group() {
   case $1 in
-    instances)  # masking and sentence-order pairs. The Google-statistics tests (a minute each) are left out.
-      files=(albert_tf/data/instances.py)
-      mutants=("albert_tf.data.instances.*")
-      tests=(tests/test_pretraining_writer.py -k "not statistics_match_google and not tool and not memory") ;;
+    instances)  # masking and sentence-order pairs, their seeds, the shuffle. The Google-statistics tests (a
+      # minute each) are left out.
+      files=(albert_tf/data/instances.py albert_tf/data/pretraining_corpus.py albert_tf/data/external_shuffle.py
+             albert_tf/data/token_store.py)
+      mutants=("albert_tf.data.instances.*" "albert_tf.data.pretraining_corpus.*" "albert_tf.data.external_shuffle.*"
+               "albert_tf.data.token_store.*")
+      local slow="statistics_match_google or tool or memory or interrupted or killed or full_disk or read_together"
+      tests=(tests/test_pretraining_writer.py tests/test_data_mixing.py -k "not ($slow)") ;;
     losses)  # loss and metric reductions
       files=(albert_tf/training/pretraining_objective.py albert_tf/training/metrics.py
              albert_tf/training/finetuning_objectives.py)

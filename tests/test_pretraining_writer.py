@@ -13,20 +13,23 @@ from albert_tf.data import pretraining_writer as pd
 from albert_tf.data.example_encoding import FEATURE_NAMES
 from albert_tf.data.instances import InstanceOptions, is_start_piece
 from albert_tf.errors import DataError
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
 
 pytestmark = requires_shared(SP8K_MODEL)
 CORPUS = os.path.join(SHARED, "corpus")
 
 
-def create(tmp_path, input_files, name="out.tfrecord", dupe_factor=2, num_workers=1, seed=12345, **options):
+def create(tmp_path, input_files, name="out.tfrecord", dupe_factor=2, num_workers=1, seed=12345, run_options=None,
+           **options):
+  """Runs the local engine; returns the training split's summary and output files."""
   options.setdefault("max_seq_length", 128)
   options.setdefault("max_predictions_per_seq", 20)
   outputs = [str(tmp_path / part) for part in name.split(",")]
-  summary = pd.create_pretraining_data(
+  summaries = pd.create_pretraining_data(
       input_files, outputs, pd.TokenizerOptions(SP8K_MODEL, do_lower_case=False), InstanceOptions(**options),
-      dupe_factor=dupe_factor, random_seed=seed, num_workers=num_workers, progress=False)
-  return summary, outputs
+      dupe_factor=dupe_factor, random_seed=seed, num_workers=num_workers, progress=False, **(run_options or {}))
+  return summaries["train"], outputs
 
 
 def structure_problems(ids, mask, segments, positions, labels, cls_id, sep_id):
@@ -129,16 +132,25 @@ def test_statistics_match_google(tmp_path, corpus):
   assert abs(ours["mean_len"] / google["mean_len"] - 1) <= 0.02, ours
 
 
-def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
+def file_bytes(paths):
+  return [open(path, "rb").read() for path in paths]
+
+
+def test_same_seed_same_bytes_whatever_the_workers_and_the_memory_budget(tmp_path):
+  """One worker with everything in one shuffle bucket, two workers with a budget of 64 KB (many buckets, each
+  scattered again by further key bits): the same records in the same shards, in the same order."""
   inputs = [os.path.join(CORPUS, "ko_law.txt"), os.path.join(CORPUS, "en_botchan.txt")]
-  _, one = create(tmp_path / "one", inputs, name="a,b", num_workers=1)
-  _, two = create(tmp_path / "two", inputs, name="a,b", num_workers=2)
+  held_out = lambda name: dict(eval_output_files=[str(tmp_path / name / "eval")], eval_fraction=0.1)
+  _, one = create(tmp_path / "one", inputs, name="a,b", num_workers=1, run_options=held_out("one"))
+  _, two = create(tmp_path / "two", inputs, name="a,b", num_workers=2,
+                  run_options=dict(held_out("two"), memory_bytes=64 * 1024))
   _, other_seed = create(tmp_path / "seed", inputs, name="a,b", num_workers=2, seed=7)
-  for path_one, path_two in zip(one, two):
-    with open(path_one, "rb") as a, open(path_two, "rb") as b:
-      assert a.read() == b.read()
-  with open(one[0], "rb") as a, open(other_seed[0], "rb") as b:
-    assert a.read() != b.read()
+  assert file_bytes(one) == file_bytes(two)
+  assert file_bytes([tmp_path / "one" / "eval"]) == file_bytes([tmp_path / "two" / "eval"])
+  assert file_bytes(one)[0] != file_bytes(other_seed)[0]
+  # Round-robin shards of one shuffled sequence: the sizes differ by at most one record.
+  sizes = [sum(1 for _ in tf.data.TFRecordDataset(path)) for path in two]
+  assert abs(sizes[0] - sizes[1]) <= 1 and sum(sizes) > 1000
 
 
 def test_features_are_googles(tmp_path):
@@ -201,7 +213,7 @@ def test_single_segment_policies(tmp_path):
 def test_skip_policy_with_only_single_sentences_is_a_clear_error(tmp_path):
   corpus = tmp_path / "short.txt"
   corpus.write_text("One sentence.\n\nAnother one.\n")
-  with pytest.raises(pd.CorpusError, match="No instance could be made"):
+  with pytest.raises(pd.CorpusError, match="No train instance could be made"):
     create(tmp_path, [str(corpus)], single_segment_policy="skip")
 
 
@@ -239,7 +251,8 @@ def test_tool_warns_and_summarises(tmp_path):
       capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
   assert "--max_predictions_per_seq=20 is below masked_lm_prob × max_seq_length = 38" in result.stderr
-  assert "[create_pretraining_data] pass 1/1" in result.stderr
+  for phase in ("tokenizing | documents", "instances | documents 11/11 of 1 passes", "writing | records"):
+    assert f"[create_pretraining_data] {phase}" in result.stderr
   assert "instances:" in result.stdout and "SOP balance" in result.stdout and "mask rate" in result.stdout
   failed = subprocess.run(
       [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
@@ -289,8 +302,14 @@ def original_pieces(path):
 
 @pytest.fixture(scope="module")
 def english(tmp_path_factory):
+  """Five long Wikipedia articles (with accents) and the 108 short documents of Botchan: a short target length
+  is drawn per document, so enough documents keep the length statistics steady."""
   directory = tmp_path_factory.mktemp("flags")
-  corpus = corpus_head(directory, "en_wiki.txt", 1500)
+  corpus = directory / "english.txt"
+  with open(os.path.join(CORPUS, "en_botchan.txt"), encoding="utf-8") as botchan:
+    corpus.write_text(open(corpus_head(directory, "en_wiki.txt", 1500), encoding="utf-8").read() + "\n" +
+                      botchan.read(), encoding="utf-8")
+  corpus = str(corpus)
   default_stats, default_records = run_tool(directory, "default", corpus)
   return directory, corpus, default_stats, default_records
 
@@ -327,8 +346,9 @@ def test_tool_case_and_accent_flags_reach_the_records(english):
 
 
 def test_memory_stays_flat_as_the_corpus_grows(tmp_path):
-  """Peak Python memory for 2 and 8 copies of 90 documents (a shuffle window of 200 records): the same
-  blocks in flight, whatever the length. A tool that held every instance would need four times as much."""
+  """Peak Python memory for 2 and 8 copies of 90 documents with a shuffle budget of 256 KB: the same blocks in
+  flight and one bucket in memory, whatever the length. A tool that held every instance would need four times
+  as much."""
   import tracemalloc
   text = open(corpus_head(tmp_path, "ko_libreoffice_help.txt", 3400), encoding="utf-8").read()
   peaks = {}
@@ -337,11 +357,11 @@ def test_memory_stays_flat_as_the_corpus_grows(tmp_path):
     corpus.write_text(text * copies, encoding="utf-8")
     tracemalloc.start()
     try:
-      summary = pd.create_pretraining_data(
+      summaries = pd.create_pretraining_data(
           [str(corpus)], [str(tmp_path / f"out{copies}.tfrecord")], pd.TokenizerOptions(SP8K_MODEL),
-          InstanceOptions(max_seq_length=128, max_predictions_per_seq=20), dupe_factor=1, shuffle_window=200,
+          InstanceOptions(max_seq_length=128, max_predictions_per_seq=20), dupe_factor=1, memory_bytes=256 * 1024,
           progress=False)
-      peaks[copies] = tracemalloc.get_traced_memory()[1], summary.instances
+      peaks[copies] = tracemalloc.get_traced_memory()[1], summaries["train"].instances
     finally:
       tracemalloc.stop()
   (small_peak, small_count), (large_peak, large_count) = peaks[2], peaks[8]
@@ -358,3 +378,165 @@ def test_is_start_piece_is_googles_word_start_rule(piece, starts_a_word):
   # Google's `_is_start_piece`: n-gram masking masks whole words, a word being a start piece and the pieces
   # that are not, up to the next start piece.
   assert is_start_piece(piece) is starts_a_word
+
+
+# --- the whole corpus: random segments, held-out documents -------------------------------------------------
+
+def original_segments(raw):
+  """(segment A, segment B) of a record, as tuples of ids before masking."""
+  feature = tf.train.Example.FromString(raw).features.feature
+  ids = np.array(feature["input_ids"].int64_list.value)
+  weights = np.array(feature["masked_lm_weights"].float_list.value)
+  positions = np.array(feature["masked_lm_positions"].int64_list.value)[weights > 0]
+  ids[positions] = np.array(feature["masked_lm_ids"].int64_list.value)[weights > 0]
+  segments = np.array(feature["segment_ids"].int64_list.value)
+  length = int(sum(feature["input_mask"].int64_list.value))
+  a_end = int(np.argmax(segments)) - 1  # the first [SEP]
+  return tuple(ids[1:a_end].tolist()), tuple(ids[a_end + 1:length - 1].tolist())
+
+
+@pytest.fixture(scope="module")
+def one_sentence_documents(tmp_path_factory):
+  """2,400 one-line documents, the Korean ones first (about 400 KB, beyond one block of text of the old
+  engine), then the English ones; every line short enough that no pair is truncated at 128 tokens."""
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  lines = {}
+  for language, name in (("ko", "ko_libreoffice_help.txt"), ("en", "en_wiki.txt")):
+    seen, lines[language] = set(), []
+    for line in open(os.path.join(CORPUS, name), encoding="utf-8"):
+      ids = tuple(tokenizer.encode(line, special_tokens_in_text=False))
+      if 20 <= len(ids) <= 55 and ids not in seen and len(lines[language]) < 1200:
+        seen.add(ids)
+        lines[language].append(line.strip())
+  directory = tmp_path_factory.mktemp("one_sentence")
+  corpus = directory / "documents.txt"
+  corpus.write_text("\n\n".join(lines["ko"] + lines["en"]) + "\n", encoding="utf-8")
+  return directory, str(corpus), lines
+
+
+def hangul(ids, processor):
+  return any("\uac00" <= char <= "\ud7a3" for i in ids for char in processor.IdToPiece(int(i)))
+
+
+def test_random_segments_come_from_the_whole_corpus(one_sentence_documents):
+  """Every chunk is one sentence, so every B comes from a random other document: drawn from the whole corpus,
+  about half of the Korean A's get an English B (the old engine drew from the same 256 KB block of text, so
+  Korean A's got Korean B's)."""
+  import sentencepiece as spm
+  processor = spm.SentencePieceProcessor(model_file=SP8K_MODEL)
+  directory, corpus, _ = one_sentence_documents
+  summary, outputs = create(directory / "whole", [corpus], dupe_factor=2, num_workers=2)
+  assert summary.sop_label_1 == summary.instances == 2 * 2400
+  pairs = collections.Counter()
+  for raw in tf.data.TFRecordDataset(outputs).as_numpy_iterator():
+    a, b = original_segments(raw)
+    pairs[hangul(a, processor), hangul(b, processor)] += 1
+  for korean_a in (True, False):
+    english_b = pairs[korean_a, False] / (pairs[korean_a, False] + pairs[korean_a, True])
+    assert 0.44 < english_b < 0.56, pairs
+
+
+def test_held_out_documents_go_to_the_eval_files_with_segments_from_their_own_split(one_sentence_documents):
+  from albert_tf.data.pretraining_corpus import is_held_out
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  directory, corpus, lines = one_sentence_documents
+  documents = [tuple(tokenizer.encode(line, special_tokens_in_text=False)) for line in lines["ko"] + lines["en"]]
+  expected_eval = {documents[i] for i in range(len(documents)) if is_held_out(5, 0, i, 0.2)}
+  assert 0.17 < len(expected_eval) / len(documents) < 0.23
+  eval_output = str(directory / "held_out" / "eval.tfrecord")
+  summaries = pd.create_pretraining_data(
+      [corpus], [str(directory / "held_out" / "train.tfrecord")], pd.TokenizerOptions(SP8K_MODEL),
+      InstanceOptions(max_seq_length=128, max_predictions_per_seq=20), dupe_factor=2, random_seed=5,
+      eval_output_files=[eval_output], eval_fraction=0.2, progress=False)
+  assert summaries["eval"].documents == len(expected_eval)
+  assert summaries["train"].documents == len(documents) - len(expected_eval)
+  for split, should_be_held_out in (("eval", True), ("train", False)):
+    segments_a = set()
+    for raw in tf.data.TFRecordDataset(summaries[split].output_files).as_numpy_iterator():
+      a, b = original_segments(raw)
+      assert (a in expected_eval) == (b in expected_eval) == should_be_held_out
+      segments_a.add(a)
+    assert segments_a == (expected_eval if should_be_held_out else set(documents) - expected_eval)
+
+
+def test_bad_held_out_flags_are_refused(tmp_path):
+  good = os.path.join(CORPUS, "ko_law.txt")
+  for run_options, message in ((dict(eval_fraction=0.1), "go together"),
+                               (dict(eval_output_files=[str(tmp_path / "e")]), "go together"),
+                               (dict(eval_output_files=[str(tmp_path / "e")], eval_fraction=1.0), r"in \[0, 1\)"),
+                               (dict(eval_output_files=[good], eval_fraction=0.1), "none of the input files")):
+    with pytest.raises(ValueError, match=message):
+      create(tmp_path, [good], run_options=run_options)
+  with pytest.raises(pd.CorpusError, match="No document was held out"):
+    create(tmp_path, [good], run_options=dict(eval_output_files=[str(tmp_path / "e")], eval_fraction=0.001))
+  assert sorted(os.listdir(tmp_path)) == []
+
+
+# --- nothing partial: killed, interrupted, a full disk ----------------------------------------------------
+
+def tool_command(output_dir, *flags, corpus=("ko_libreoffice_help.txt", "en_wiki.txt")):
+  corpus = [os.path.join(CORPUS, name) for name in corpus]
+  return [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
+          f"--input_file={','.join(corpus)}", f"--output_file={output_dir}/a.tfrecord,{output_dir}/b.tfrecord",
+          f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128", "--max_predictions_per_seq=20",
+          "--dupe_factor=4", "--num_workers=2", *flags]
+
+
+def wait_for_buckets(process, output_dir):
+  """Waits until the run is scattering records into its shuffle buckets."""
+  import glob
+  import time
+  deadline = time.time() + 300
+  while not glob.glob(f"{output_dir}/.albert_data_work-*/buckets-train/bucket-*") and time.time() < deadline:
+    assert process.poll() is None, process.communicate()
+    time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_leaves_nothing(tmp_path, signal_name):
+  import signal
+  process = subprocess.Popen(tool_command(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  wait_for_buckets(process, tmp_path)
+  process.send_signal(getattr(signal, signal_name))
+  _, stderr = process.communicate(timeout=120)
+  assert process.returncode != 0 and "interrupted" in stderr.lower(), stderr
+  assert os.listdir(tmp_path) == []
+
+
+def test_a_killed_run_leaves_no_output_and_the_next_run_removes_its_work(tmp_path):
+  import signal
+  process = subprocess.Popen(tool_command(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  wait_for_buckets(process, tmp_path)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  left = os.listdir(tmp_path)
+  assert left and all(name.startswith(".albert_data_work-") for name in left), left
+  rerun = subprocess.run(tool_command(tmp_path, "--dupe_factor=1"), capture_output=True, text=True, timeout=300)
+  assert rerun.returncode == 0, rerun.stderr
+  assert "left by a run that was killed" in rerun.stderr
+  assert sorted(os.listdir(tmp_path)) == ["a.tfrecord", "b.tfrecord"]
+
+
+@pytest.mark.parametrize("memory_flag, failing_write", [
+    ("--shuffle_memory_mb=1024", "the shuffle buckets"),  # one bucket file: the scatter fails
+    ("--shuffle_memory_mb=1", ".tfrecord"),  # small buckets: writing the shards fails
+])
+def test_a_full_disk_is_one_error_and_leaves_nothing(tmp_path, memory_flag, failing_write):
+  """Files are limited to 1 MB (RLIMIT_FSIZE, which fails a write as a full disk does): the token store fits,
+  the 2.6 MB of records do not."""
+  import resource
+  import signal
+
+  def limit_file_size():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+  existing = tmp_path / "a.tfrecord"
+  existing.write_bytes(b"an earlier output")
+  result = subprocess.run(tool_command(tmp_path, memory_flag, f"--output_file={tmp_path}/a.tfrecord",
+                                      corpus=("ko_law.txt", "en_botchan.txt")),
+                          capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size)
+  assert result.returncode == 2, result.stderr
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith("error: Could not write") and failing_write in last and "File too large" in last, last
+  assert os.listdir(tmp_path) == ["a.tfrecord"] and existing.read_bytes() == b"an earlier output"

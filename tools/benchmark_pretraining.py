@@ -10,9 +10,11 @@ import resource
 import time
 
 from absl import flags
+
+# Before TensorFlow: it sets TensorFlow's log level, which TensorFlow reads once, on import.
+from albert_tf import cli  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 
-from albert_tf import cli
 from albert_tf.cli import strategy_flags
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.pretrainer import AlbertPretrainer

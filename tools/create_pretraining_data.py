@@ -1,19 +1,31 @@
-"""Creates ALBERT pretraining TFRecords (sentence-order pairs, n-gram masking) from text.
+"""Creates ALBERT pretraining TFRecords (sentence-order pairs, n-gram masking) from text, globally shuffled.
 
   python tools/create_pretraining_data.py --input_file=corpus/*.txt \
       --output_file=data/train-0.tfrecord,data/train-1.tfrecord --spm_model_file=spm.model \
-      --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10 --num_workers=8
+      --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10 --num_workers=8 \
+      --eval_output_file=data/eval.tfrecord --eval_fraction=0.01
+
+Beyond one machine, the same tool runs as an Apache Beam pipeline (pip install "albert-tf[beam]"); Beam's
+pipeline options follow ours:
+
+  python tools/create_pretraining_data.py ... --runner=DataflowRunner --project=my-project \
+      --region=us-central1 --temp_location=gs://my-bucket/tmp --setup_file=./setup.py
 
 Flags and defaults are those of Google's create_pretraining_data.py, and so are the features of the
-records; --num_workers, --single_segment_policy, --keep_accents and --shuffle_window are ours.
+records; --num_workers, --single_segment_policy, --keep_accents, --eval_output_file, --eval_fraction,
+--shuffle_memory_mb and --runner are ours.
 """
 
 import os
+import signal
+import time
 
 from absl import flags
 from absl import logging
 
 from albert_tf import cli
+from albert_tf.cli import data_flags
+from albert_tf.data import pretraining_corpus
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import SINGLE_SEGMENT_POLICIES, InstanceOptions
 from albert_tf.errors import InputFileError
@@ -45,18 +57,32 @@ flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice: same se
 flags.DEFINE_integer("dupe_factor", 40, "Passes over the corpus, each with different masks.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length for a document.")
-flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes; the output does not depend on it.")
-flags.DEFINE_integer("shuffle_window", 20000, "Records held for shuffling before writing; bounds memory.")
+flags.DEFINE_string("eval_output_file", None, "TFRecord file(s) for the held-out documents' records "
+                    "(comma-separated shards), with --eval_fraction.")
+flags.DEFINE_float("eval_fraction", 0.0, "Share of documents held out for evaluation (a seeded choice per "
+                   "document), written to --eval_output_file.")
+flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes of the local run; the output does "
+                     "not depend on it.")
+data_flags.define_data_flags()
+
+
+def _paths(value):
+  return [path for path in (value or "").split(",") if path]
+
+
+def _stop_on_sigterm(signum, frame):
+  # A terminated run cleans up as after Ctrl-C: its temporary files go, no partial output stays.
+  raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv):
-  del argv
   options = InstanceOptions(
       max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
       masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, ngram=FLAGS.ngram,
       favor_shorter_ngram=FLAGS.favor_shorter_ngram, do_whole_word_mask=FLAGS.do_whole_word_mask,
       do_permutation=FLAGS.do_permutation, random_next_sentence=FLAGS.random_next_sentence,
       single_segment_policy=FLAGS.single_segment_policy)
+  pipeline_args = data_flags.pipeline_args(argv)
   expected_predictions = int(round(FLAGS.masked_lm_prob * FLAGS.max_seq_length))
   if FLAGS.max_predictions_per_seq < expected_predictions:
     logging.warning(
@@ -67,21 +93,26 @@ def main(argv):
         expected_predictions)
   if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
     raise InputFileError(f"--vocab_file not found: {FLAGS.vocab_file}")
-  summary = pretraining_writer.create_pretraining_data(
-      input_files=expand_input_patterns(FLAGS.input_file),
-      output_files=[path for path in FLAGS.output_file.split(",") if path],
-      tokenizer_options=pretraining_writer.TokenizerOptions(
-          FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.keep_accents),
+  arguments = dict(
+      input_files=expand_input_patterns(FLAGS.input_file), output_files=_paths(FLAGS.output_file),
+      tokenizer_options=pretraining_writer.TokenizerOptions(FLAGS.spm_model_file, FLAGS.do_lower_case,
+                                                            FLAGS.keep_accents),
       options=options, dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
-      num_workers=FLAGS.num_workers, shuffle_window=FLAGS.shuffle_window)
-  for line in summary.lines():
-    print(line)
+      eval_output_files=_paths(FLAGS.eval_output_file), eval_fraction=FLAGS.eval_fraction,
+      memory_bytes=FLAGS.shuffle_memory_mb << 20)
+  signal.signal(signal.SIGTERM, _stop_on_sigterm)
+  start = time.time()
+  if pipeline_args:
+    summaries = data_flags.beam_engine().create_pretraining_data_beam(**arguments, pipeline_args=pipeline_args)
+  else:
+    summaries = pretraining_writer.create_pretraining_data(**arguments, num_workers=FLAGS.num_workers)
+  print("\n".join(pretraining_corpus.summary_lines(summaries, time.time() - start)))
 
 
 def run():
   """The `albert-create-pretraining-data` command."""
   flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
-  cli.run(main)
+  cli.run(main, flags_parser=data_flags.parse_flags_leaving_pipeline_options)
 
 
 if __name__ == "__main__":

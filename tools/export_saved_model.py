@@ -10,10 +10,12 @@ Load it with `import tensorflow_text` (registers the SentencePiece op) and `tf.s
 """
 
 from absl import flags
+
+# Before TensorFlow: it sets TensorFlow's log level, which TensorFlow reads once, on import.
+from albert_tf import cli  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the SentencePiece op for loading)
 
-from albert_tf import cli
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model

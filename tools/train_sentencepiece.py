@@ -6,7 +6,8 @@
 writes vocab/spiece.model and vocab/spiece.vocab with ids 0-4 `<pad> <unk> [CLS] [SEP] [MASK]`. The input
 is Google's pretraining text (one sentence per line, a blank line between documents), lower-cased and
 accent-stripped here exactly as the tokenizer will: pass the same --do_lower_case and --keep_accents to
-training and to every later tool.
+training and to every later tool. --verbosity=1 also shows SentencePiece's own log (its options, its
+progress).
 """
 
 import os
@@ -41,7 +42,7 @@ def main(argv):
       character_coverage=FLAGS.character_coverage, model_type=FLAGS.model_type,
       do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
       input_sentence_size=FLAGS.input_sentence_size, user_defined_symbols=FLAGS.user_defined_symbols,
-      num_threads=FLAGS.num_threads)
+      num_threads=FLAGS.num_threads, verbose=cli.SHOW_LIBRARY_LOGS)
   print(f"Wrote {model_path} and {os.path.splitext(model_path)[0]}.vocab")
 
 

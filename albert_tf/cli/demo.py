@@ -2,8 +2,8 @@
 
   python -m albert_tf.cli.demo --output_dir=demo_output
 
-SentencePiece vocabulary → pretraining TFRecords (and a held-out eval set) → evaluation of the untrained
-model → pretraining of a small ALBERT with progress → evaluation → a Hugging Face model folder and a
+SentencePiece vocabulary → pretraining TFRecords (and a held-out eval set of every tenth document) →
+evaluation of the untrained model → pretraining of a small ALBERT with progress → evaluation → a Hugging Face model folder and a
 SavedModel for TF Serving that takes raw text.
 """
 
@@ -13,9 +13,11 @@ import sys
 import time
 
 from absl import flags
+
+# Before TensorFlow: it sets TensorFlow's log level, which TensorFlow reads once, on import.
+from albert_tf import cli  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 
-from albert_tf import cli
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.interop import huggingface
@@ -36,25 +38,8 @@ flags.DEFINE_integer("vocab_size", 4000, "SentencePiece pieces.")
 SAMPLE_DIR = str(importlib.resources.files("albert_tf").joinpath("sample_data"))
 MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
-HELD_OUT_EVERY = 10  # every 10th document is kept for evaluation
+EVAL_FRACTION = 0.1  # documents held out for evaluation
 FILL_MASK_EXAMPLES = ("I went to the [MASK] .", "파일 - [MASK] 를 선택합니다.")
-
-
-def _split_corpus(output_dir):
-  """Writes train.txt and eval.txt from the sample: every HELD_OUT_EVERY-th document goes to eval."""
-  paths = {name: os.path.join(output_dir, "text", f"{name}.txt") for name in ("train", "eval")}
-  os.makedirs(os.path.dirname(paths["train"]), exist_ok=True)
-  documents = []
-  for name in sorted(os.listdir(SAMPLE_DIR)):
-    if name.endswith(".txt"):
-      documents += list(pretraining_writer.read_documents([os.path.join(SAMPLE_DIR, name)]))
-  parts = {"train": [], "eval": []}
-  for index, document in enumerate(documents):
-    parts["eval" if index % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 else "train"].append("\n".join(document))
-  for name, path in paths.items():
-    with open(path, "w", encoding="utf-8") as writer:
-      writer.write("\n\n".join(parts[name]) + "\n")
-  return paths, {name: len(part) for name, part in parts.items()}
 
 
 def _step(title):
@@ -68,24 +53,23 @@ def main(argv):
   os.makedirs(out, exist_ok=True)
 
   _step("1/6 Corpus: the bundled sample (Korean LibreOffice help, English Botchan and Wikipedia)")
-  texts, counts = _split_corpus(out)
-  print(f"{counts['train']} training and {counts['eval']} held-out documents: {texts['train']}, {texts['eval']}")
+  corpus = sorted(os.path.join(SAMPLE_DIR, name) for name in os.listdir(SAMPLE_DIR) if name.endswith(".txt"))
+  print("\n".join(corpus))
 
   _step("2/6 SentencePiece vocabulary")
   # keep_accents everywhere: transformers 5 rebuilds Hangul into jamo otherwise (see BUILD_NOTES.md).
-  spm_model = sentencepiece_training.train_sentencepiece(texts["train"], os.path.join(out, "spm", "sample"),
+  spm_model = sentencepiece_training.train_sentencepiece(corpus, os.path.join(out, "spm", "sample"),
                                         vocab_size=FLAGS.vocab_size, character_coverage=1.0, keep_accents=True)
   print(f"{spm_model}")
 
-  _step("3/6 Pretraining data: sentence-order pairs with n-gram masking")
+  _step("3/6 Pretraining data: sentence-order pairs with n-gram masking, globally shuffled")
   options = InstanceOptions(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS)
   tokenizer_options = pretraining_writer.TokenizerOptions(spm_model, do_lower_case=True, keep_accents=True)
-  records = {}
-  for name, dupe_factor in (("train", 10), ("eval", 10)):
-    records[name] = os.path.join(out, "data", f"{name}.tfrecord")
-    summary = pretraining_writer.create_pretraining_data(
-        [texts[name]], [records[name]], tokenizer_options, options, dupe_factor=dupe_factor,
-        num_workers=os.cpu_count() or 1, progress=False)
+  records = {name: os.path.join(out, "data", f"{name}.tfrecord") for name in ("train", "eval")}
+  summaries = pretraining_writer.create_pretraining_data(
+      corpus, [records["train"]], tokenizer_options, options, dupe_factor=10, num_workers=os.cpu_count() or 1,
+      eval_output_files=[records["eval"]], eval_fraction=EVAL_FRACTION, progress=False)
+  for name, summary in summaries.items():
     print(f"{name}: " + "; ".join(summary.lines()[:1] + summary.lines()[3:4]))
 
   _step("4/6 Pretraining a small ALBERT (MLM + SOP, Google's LAMB)")
@@ -124,7 +108,7 @@ def main(argv):
     print(f"fill_mask({text!r}): {candidates}")
 
   print(f"\nDone in {time.time() - start:.0f} s. Everything is in {out}:")
-  for path in (texts["train"], spm_model, records["train"], records["eval"], run_dir,
+  for path in (spm_model, records["train"], records["eval"], run_dir,
                os.path.join(run_dir, run_directory.EVAL_RESULTS), os.path.join(run_dir, "train"), hf_dir, export_path):
     print(f"  {path}")
   print(f"TensorBoard: tensorboard --logdir {run_dir}")

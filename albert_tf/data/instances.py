@@ -1,19 +1,23 @@
 """ALBERT pretraining instances: sentence-order pairs and n-gram masking, as Google's original.
 
-This module is the algorithm of Google's `create_pretraining_data.py` on token ids:
-`create_instances_from_document` (SOP pairing, `truncate_seq_pair`) and `create_masked_lm_predictions`
-(n-gram masking with sizes ∝ 1/n, SentencePiece whole words, 80/10/10 per token, Google's
-`num_to_predict`). Two things differ on purpose, neither visible in the statistics:
+This module is the algorithm of Google's `create_pretraining_data.py` on token ids, in two steps:
+`plan_segment_pairs` cuts a document into chunks of whole sentences and decides each chunk's segments A and B
+and its sentence-order label (Google's `create_instances_from_document`), and `finish_instance` truncates a
+pair and masks it (`truncate_seq_pair`, then `create_masked_lm_predictions`: n-gram sizes ∝ 1/n,
+SentencePiece whole words, 80/10/10 per token, Google's `num_to_predict`).
 
-- every random draw comes from the `random.Random` passed in (Google draws n-gram sizes from NumPy's
-  unseeded global RNG, so its output cannot be reproduced);
-- the "random other document" of single-segment chunks is drawn from the documents at hand (a block of the
-  corpus, see `albert_tf.data.writer`) rather than from the whole corpus held in memory.
+The split lets segment B come from any document of the corpus without holding the corpus in memory: a plan
+names the other document (`RandomSegment`) and the caller reads it, from a file on disk or through a join in
+a distributed pipeline. Every random draw comes from the `random.Random` passed in; the plan draws nothing
+that depends on the other document's text, so it is the same whenever and wherever that text is read.
+Two things differ from Google on purpose, neither visible in the statistics: n-gram sizes are drawn from the
+seeded generator (Google uses NumPy's unseeded global one), and the first sentence of a random segment is
+drawn as a fraction of the other document's length, since a plan cannot know that length.
 """
 
 import dataclasses
 import random
-from typing import List, NamedTuple, Sequence
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from albert_tf.errors import OptionError
 
@@ -124,80 +128,111 @@ def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int], max_num_tokens: 
       longer.pop()
 
 
-def _sentence_order_pair(chunk: List[List[int]], documents, document_index: int, target_seq_length: int,
-                         options: InstanceOptions, rng: random.Random):
+class RandomSegment(NamedTuple):
+  """Segment B taken from another document: whole sentences from its sentence ⌊start_fraction × its number of
+  sentences⌋ on, until they hold `target_length` tokens."""
+
+  document_index: int
+  start_fraction: float
+  target_length: int
+
+
+class SegmentPair(NamedTuple):
+  """Segments A and B of one instance before truncation and masking."""
+
+  tokens_a: List[int]
+  tokens_b: List[int]  # empty while B is a `random_segment` still to be read
+  sentence_order_label: int  # 1: B before A (swapped) or B from another document
+  random_segment: Optional[RandomSegment] = None
+
+
+def _sentence_order_pair(chunk: List[List[int]], document_index: int, num_documents: int, target_seq_length: int,
+                         options: InstanceOptions, rng: random.Random) -> Tuple[Optional[SegmentPair], int]:
   """Splits a chunk of sentences into segments A and B with the sentence-order label.
 
-  Returns (tokens_a, tokens_b, label, unused_sentences) or None when the chunk yields no instance;
-  `unused_sentences` are handed back to the document, as Google does for random-document pairs.
+  Returns the pair (None when the chunk yields no instance) and the number of the chunk's sentences it leaves
+  unused, which go back to the document, as Google does for random-document pairs.
   """
   a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
   tokens_a = [token for sentence in chunk[:a_end] for token in sentence]
   single = len(chunk) == 1
   if single and options.single_segment_policy != "random_document" and not options.random_next_sentence:
     if options.single_segment_policy == "skip" or len(tokens_a) < 2:
-      return None
+      return None, 0
     split = rng.randint(1, len(tokens_a) - 1)
     tokens_a, tokens_b = tokens_a[:split], tokens_a[split:]
     if rng.random() < 0.5:
-      return tokens_b, tokens_a, 1, 0
-    return tokens_a, tokens_b, 0, 0
+      return SegmentPair(tokens_b, tokens_a, 1), 0
+    return SegmentPair(tokens_a, tokens_b, 0), 0
   if single or (options.random_next_sentence and rng.random() < 0.5):
-    # Segment B from another document; the sentences of this chunk after A go back to the document.
-    target_b_length = target_seq_length - len(tokens_a)
+    # Segment B from another document of the whole corpus; the sentences of this chunk after A go back.
     for _ in range(10):
-      random_index = rng.randint(0, len(documents) - 1)
+      random_index = rng.randint(0, num_documents - 1)
       if random_index != document_index:
         break
-    random_document = documents[random_index]
-    tokens_b = []
-    for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
-      tokens_b.extend(sentence)
-      if len(tokens_b) >= target_b_length:
-        break
-    return tokens_a, tokens_b, 1, len(chunk) - a_end
+    segment = RandomSegment(random_index, rng.random(), target_seq_length - len(tokens_a))
+    return SegmentPair(tokens_a, [], 1, segment), len(chunk) - a_end
   tokens_b = [token for sentence in chunk[a_end:] for token in sentence]
   if not options.random_next_sentence and rng.random() < 0.5:
-    return tokens_b, tokens_a, 1, 0  # sentence order swapped
-  return tokens_a, tokens_b, 0, 0
+    return SegmentPair(tokens_b, tokens_a, 1), 0  # sentence order swapped
+  return SegmentPair(tokens_a, tokens_b, 0), 0
 
 
-def create_instances_from_document(documents: Sequence[Sequence[List[int]]], document_index: int,
-                                   options: InstanceOptions, vocab: Vocabulary,
-                                   rng: random.Random) -> List[Instance]:
-  """Google's `create_instances_from_document`: chunks of whole sentences → `[CLS] A [SEP] B [SEP]`.
+def plan_segment_pairs(document: Sequence[List[int]], document_index: int, num_documents: int,
+                       options: InstanceOptions, rng: random.Random) -> List[SegmentPair]:
+  """Google's `create_instances_from_document` up to the segments: chunks of whole sentences → (A, B, label).
 
   Args:
-    documents: documents of sentences of token ids; a random other document comes from here.
-    document_index: the document to cut into instances.
+    document: the document's sentences of token ids.
+    document_index: its index among the `num_documents` documents random segments are drawn from.
+    num_documents: how many documents there are to draw a random segment B from.
     options: the instance flags.
-    vocab: the vocabulary tables.
     rng: the source of every random choice.
   """
-  document = documents[document_index]
   max_num_tokens = options.max_seq_length - 3
   target_seq_length = max_num_tokens
   if rng.random() < options.short_seq_prob:
     target_seq_length = rng.randint(2, max_num_tokens)
 
-  instances = []
+  pairs = []
   chunk, chunk_length, i = [], 0, 0
   while i < len(document):
     chunk.append(document[i])
     chunk_length += len(document[i])
     if i == len(document) - 1 or chunk_length >= target_seq_length:
-      pair = _sentence_order_pair(chunk, documents, document_index, target_seq_length, options, rng)
+      pair, unused_sentences = _sentence_order_pair(chunk, document_index, num_documents, target_seq_length,
+                                                    options, rng)
       if pair is not None:
-        tokens_a, tokens_b, label, unused_sentences = pair
+        pairs.append(pair)
         i -= unused_sentences
-        truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-        if tokens_a and tokens_b:
-          tokens = [vocab.cls_id] + tokens_a + [vocab.sep_id] + tokens_b + [vocab.sep_id]
-          segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-          instances.append(create_masked_lm_predictions(tokens, segment_ids, label, options, vocab, rng))
       chunk, chunk_length = [], 0
     i += 1
-  return instances
+  return pairs
+
+
+def random_segment_tokens(document: Sequence[List[int]], segment: RandomSegment) -> List[int]:
+  """The tokens of `segment`, read from its document (Google's loop over the random document's sentences)."""
+  tokens = []
+  for sentence in document[int(segment.start_fraction * len(document)):]:
+    tokens.extend(sentence)
+    if len(tokens) >= segment.target_length:
+      break
+  return tokens
+
+
+def finish_instance(tokens_a: List[int], tokens_b: List[int], sentence_order_label: int, options: InstanceOptions,
+                    vocab: Vocabulary, rng: random.Random) -> Optional[Instance]:
+  """Truncates the pair to `max_seq_length - 3` tokens, lays it out as `[CLS] A [SEP] B [SEP]` and masks it.
+
+  Returns None when truncation leaves a segment empty.
+  """
+  tokens_a, tokens_b = list(tokens_a), list(tokens_b)
+  truncate_seq_pair(tokens_a, tokens_b, options.max_seq_length - 3, rng)
+  if not tokens_a or not tokens_b:
+    return None
+  tokens = [vocab.cls_id] + tokens_a + [vocab.sep_id] + tokens_b + [vocab.sep_id]
+  segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+  return create_masked_lm_predictions(tokens, segment_ids, sentence_order_label, options, vocab, rng)
 
 
 def _word_groups(tokens: List[int], options: InstanceOptions, vocab: Vocabulary):

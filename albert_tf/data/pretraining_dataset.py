@@ -3,14 +3,22 @@ inputs.
 
 Batches use the Model Garden / TF-Hub input names and int32 tensors of static shapes, as TPUs require.
 
-The training stream is position-addressable: a pure function of the files, their record counts, the seed and
-the input pipeline, which can start at any example while reading at most the start of one file. Training
-resumes exactly from that position, since the iterator of a distributed dataset cannot be checkpointed and
-`skip` would re-read everything already consumed. Every epoch reads the files, one at a time, in a new
-seeded order and shuffles each chunk of `shuffle_chunk_size` consecutive records. That mixes only locally:
-Google's data tool shuffles globally, ours streams (see "Known limitation: data order" in BUILD_NOTES.md).
+Every epoch reads an input pipeline's files together, each in proportion to its record count, as Google's
+`parallel_interleave` and shuffle buffer do, so that every batch samples every file (record sets written
+by separate data runs included) rather than a stretch of one. The epoch is cut into rounds of about
+`shuffle_window` records that take each file's share in a shuffled order, and each window of
+`shuffle_window` consecutive records of the merged epoch is shuffled again, so that a file's records also
+come in a new order every epoch.
+
+The training stream is position-addressable: every draw is stateless, seeded by (seed, epoch, round or
+window), so the stream is a pure function of the files, their record counts, the seed and the input
+pipeline, and can start at any example. The records each file gave before that example are counted, not
+read, and skipped where the file is opened. Training resumes exactly from that position, since the
+iterator of a distributed dataset cannot be checkpointed and `skip` on the merged stream would re-read
+everything already consumed. Evaluation reads one epoch of the same stream.
 """
 
+import bisect
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -31,97 +39,148 @@ _OUTPUT_NAMES = {
     "masked_lm_weights": "masked_lm_weights",
 }
 
-# Keys that keep the stateless seeds of the file orders apart from those of the chunk shuffles.
+# Keys that keep apart the stateless seeds of the file orders, the files' phases, the rounds' orders and
+# the window shuffles.
 _FILE_ORDER_STREAM = 0
-_CHUNK_SHUFFLE_STREAM = 1
+_PHASE_STREAM = 1
+_ROUND_STREAM = 2
+_WINDOW_STREAM = 3
+
+# The read buffers of an input pipeline, split among the files it reads at once: TF's default, 256 KiB a
+# file, would grow with their number. Each file keeps at least 64 KiB, so that reads stay large.
+_READ_BUFFER_BYTES = 16 << 20
+_MIN_FILE_BUFFER_BYTES = 64 << 10
 
 
-def _file_order(num_files: int, seed: int, epoch) -> tf.Tensor:
-  """The int64 indices of the files in the order epoch `epoch` (an int or an int64 tensor) reads them."""
-  return tf.random.experimental.stateless_shuffle(
-      tf.range(num_files, dtype=tf.int64), input_streams.stream_seed(seed, _FILE_ORDER_STREAM, epoch))
+class _InterleavedEpochs:
+  """The epochs of one input pipeline: which files each reads, and how it merges and shuffles them.
 
-
-def _training_records(files: List[str], counts: List[int], seed: int, chunk_size: int,
-                      num_pipelines: int, pipeline_id: int, start_example: int) -> tf.data.Dataset:
-  """The endless training stream of serialized records of one input pipeline, from `start_example` on.
-
-  Epoch e reads the files in the order `_file_order(e)`: every `num_pipelines`-th of them from
-  `pipeline_id` on, or, with fewer files than pipelines, all of them, keeping every `num_pipelines`-th
-  record of each. Each file is cut into chunks of `chunk_size` records, and each chunk is shuffled with a
-  seed of its own (seed, epoch, file, chunk), so any position of the stream can be rebuilt from its epoch,
-  file and offset alone.
-
-  Args:
-    files: the TFRecord files, none of them empty.
-    counts: the number of records of each file.
-    seed: fixes the file orders and the chunk shuffles.
-    chunk_size: records per shuffled chunk.
-    num_pipelines: the number of input pipelines sharing the files.
-    pipeline_id: this pipeline's index, in [0, num_pipelines).
-    start_example: the number of examples of the stream to leave out.
-
-  Returns:
-    A dataset of serialized `tf.train.Example`s that never ends.
-
-  Raises:
-    ValueError: this pipeline would see no record (with fewer records in each file than pipelines).
+  Epoch e reads this pipeline's share of the files: every `num_pipelines`-th file of an order drawn from
+  (seed, e), or, with fewer files than pipelines, every `num_pipelines`-th record of every file. Its N
+  records are read in M = ceil(N / window) rounds. Before round m, file f (n_f records, phase h_f drawn
+  from (seed, e) in [0, M)) has given c_f(m) = floor((m·n_f + h_f) / M) records: c_f(0) = 0, c_f(M) = n_f,
+  and every round takes n_f / M records of it, rounded down or up, so rounds hold the files in proportion.
+  The phases move where each file's rounding falls: without them c_f(m) ≤ m·n_f / M, and a file of one
+  record would always be read in the last round. Round m's choices of files are shuffled with a seed of
+  (seed, e, m); the merged records are then shuffled in windows of `window` with seeds of (seed, e, window
+  index). The arithmetic is int64, exact while M·N < 2^63 (below about 9·10^10 records an epoch at the
+  default window), and the TF ops give the same values eagerly (where a start is located) and in the
+  `tf.data` graph.
   """
-  shard_files, shard_records = input_streams.sharding(len(files), num_pipelines)
-  if not shard_files:
-    counts = [len(range(pipeline_id, count, num_pipelines)) for count in counts]
-    if not sum(counts):
-      raise DataError(f"Input pipeline {pipeline_id} of {num_pipelines} gets no record: every file holds "
-                       f"{pipeline_id} or fewer records.")
 
-  def epoch_files(epoch):
-    order = _file_order(len(files), seed, epoch)
-    return order[pipeline_id::num_pipelines] if shard_files else order
+  def __init__(self, files: List[str], counts: List[int], seed: int, window: int, num_pipelines: int,
+               pipeline_id: int):
+    self.seed, self.window = seed, window
+    self.num_pipelines, self.pipeline_id = num_pipelines, pipeline_id
+    self.shard_files, self.shard_records = input_streams.sharding(len(files), num_pipelines)
+    if self.shard_records:
+      counts = [len(range(pipeline_id, count, num_pipelines)) for count in counts]
+      if not sum(counts):
+        raise DataError(f"Input pipeline {pipeline_id} of {num_pipelines} gets no record: every file holds "
+                        f"{pipeline_id} or fewer records.")
+    self.num_files = len(files)
+    # With file sharding, a pipeline reads the same number of files every epoch, so an epoch's dataset is
+    # a fixed list of file datasets whose paths change from epoch to epoch.
+    self.files_per_epoch = len(range(pipeline_id, len(files), num_pipelines)) if self.shard_files else len(files)
+    self.file_buffer_bytes = max(_READ_BUFFER_BYTES // self.files_per_epoch, _MIN_FILE_BUFFER_BYTES)
+    self.paths = tf.constant(files)
+    self.counts = tf.constant(counts, tf.int64)
 
-  # Where `start_example` falls, found eagerly on the CPU, where tf.data runs the same ops.
-  with tf.device("/CPU:0"):
+  def epoch_files(self, epoch):
+    """(the files epoch `epoch` reads, as int64 indices into the files, and their record counts)."""
+    if self.shard_files:
+      order = tf.random.experimental.stateless_shuffle(
+          tf.range(self.num_files, dtype=tf.int64), input_streams.stream_seed(self.seed, _FILE_ORDER_STREAM, epoch))
+      files = order[self.pipeline_id::self.num_pipelines]
+    else:
+      files = tf.range(self.num_files, dtype=tf.int64)
+    return files, tf.gather(self.counts, files)
+
+  def plan(self, epoch):
+    """(the files epoch `epoch` reads, their record counts, their phases, the number of rounds)."""
+    files, counts = self.epoch_files(epoch)
+    num_rounds = (tf.reduce_sum(counts) + self.window - 1) // self.window
+    phases = tf.random.stateless_uniform(
+        [self.files_per_epoch], input_streams.stream_seed(self.seed, _PHASE_STREAM, epoch), minval=0,
+        maxval=num_rounds, dtype=tf.int64)
+    return files, counts, phases, num_rounds
+
+  @staticmethod
+  def taken_before(counts, phases, num_rounds, round_index):
+    """The records of each file that the rounds before `round_index` take: c_f(m) of the class docstring.
+
+    The same int64 arithmetic on tensors (in the `tf.data` graph) and NumPy arrays (to locate a start).
+    """
+    return (round_index * counts + phases) // num_rounds
+
+  def round_choices(self, epoch, counts, phases, num_rounds, round_index):
+    """The files (positions in the epoch's file list) round `round_index` reads from, record by record."""
+    taken = (self.taken_before(counts, phases, num_rounds, round_index + 1)
+             - self.taken_before(counts, phases, num_rounds, round_index))
+    return tf.random.experimental.stateless_shuffle(
+        tf.repeat(tf.range(self.files_per_epoch, dtype=tf.int64), taken),
+        input_streams.stream_seed(self.seed, _ROUND_STREAM, epoch, round_index))
+
+  def read_file(self, file_index, skipped):
+    """This pipeline's records of file `file_index`, after the first `skipped` of them."""
+    records = tf.data.TFRecordDataset(tf.gather(self.paths, file_index), buffer_size=self.file_buffer_bytes)
+    if self.shard_records:
+      # Whole strides are skipped before sharding, where TFRecordDataset skips records without parsing.
+      return records.skip(skipped * self.num_pipelines).shard(self.num_pipelines, self.pipeline_id)
+    return records.skip(skipped)
+
+  def epoch_records(self, epoch, offset, file_skips, first_round, round_skip) -> tf.data.Dataset:
+    """Epoch `epoch` from its record `offset` on, reading from where `locate` says.
+
+    Reading starts at the window of the offset, `round_skip` records into round `first_round`, where file
+    k has given `file_skips[k]` records; the window is shuffled whole and its records before the offset
+    left out. At the start of an epoch, all of these are 0.
+    """
+    files, counts, phases, num_rounds = self.plan(epoch)
+    sources = [self.read_file(files[k], file_skips[k]) for k in range(self.files_per_epoch)]
+    choices = tf.data.Dataset.range(first_round, num_rounds).map(
+        lambda round_index: self.round_choices(epoch, counts, phases, num_rounds, round_index)).unbatch()
+    merged = tf.data.Dataset.choose_from_datasets(sources, choices.skip(round_skip))
+    windows = merged.batch(self.window).enumerate(start=offset // self.window).map(
+        lambda index, window: tf.random.experimental.stateless_shuffle(
+            window, input_streams.stream_seed(self.seed, _WINDOW_STREAM, epoch, index)))
+    # Prefetching the next window lets the interleave run beside the batching and parsing downstream.
+    return windows.prefetch(1).unbatch().skip(offset % self.window)
+
+  def locate(self, start_example: int) -> Tuple[int, np.int64, np.ndarray, np.int64, np.int64]:
+    """Where the epoch holding example `start_example` starts reading (see `epoch_records`); runs eagerly."""
     epoch, offset = 0, start_example
-    if not shard_files:
-      # This pipeline reads every file in every epoch, so all its epochs are equally long.
-      epoch, offset = divmod(start_example, sum(counts))
-    order = epoch_files(epoch).numpy().tolist()
-    while offset >= sum(counts[i] for i in order):
-      offset -= sum(counts[i] for i in order)
-      epoch += 1
-      order = epoch_files(epoch).numpy().tolist()
-  position = 0
-  while offset >= counts[order[position]]:
-    offset -= counts[order[position]]
-    position += 1
-  first_chunk, skipped_in_chunk = divmod(offset, chunk_size)
+    if self.shard_files:
+      while offset >= (length := int(tf.reduce_sum(self.epoch_files(epoch)[1]))):
+        offset -= length
+        epoch += 1
+    else:
+      # This pipeline reads all its records every epoch, so all its epochs are equally long.
+      epoch, offset = divmod(start_example, int(tf.reduce_sum(self.counts)))
+    _, counts, phases, num_rounds = (tensor.numpy() for tensor in self.plan(epoch))
+    window_start = offset // self.window * self.window
 
-  # Rows of (file, epoch, first chunk to read, records of that chunk to leave out).
-  remaining_files = np.array(order[position:], np.int64)
-  first_chunks, skipped = np.zeros_like(remaining_files), np.zeros_like(remaining_files)
-  first_chunks[0], skipped[0] = first_chunk, skipped_in_chunk
-  start_epoch_rows = tf.data.Dataset.from_tensor_slices(
-      (remaining_files, np.full_like(remaining_files, epoch), first_chunks, skipped))
+    def records_before(round_index):
+      return int(self.taken_before(counts, phases, num_rounds, round_index).sum())
 
-  def epoch_rows(later_epoch):
-    later_order = epoch_files(later_epoch)
-    zeros = tf.zeros_like(later_order)
-    return tf.data.Dataset.from_tensor_slices(
-        (later_order, tf.fill(tf.shape(later_order), later_epoch), zeros, zeros))
+    # The round holding the window's first record: the last that starts at or before it (an empty round
+    # starts where the next one does).
+    first_round = bisect.bisect_right(range(int(num_rounds)), window_start, key=records_before) - 1
+    round_skip = window_start - records_before(first_round)
+    skipped_choices = self.round_choices(epoch, counts, phases, num_rounds, first_round).numpy()[:round_skip]
+    file_skips = (self.taken_before(counts, phases, num_rounds, first_round)
+                  + np.bincount(skipped_choices, minlength=self.files_per_epoch))
+    return epoch, np.int64(offset), file_skips, np.int64(first_round), np.int64(round_skip)
 
-  rows = start_epoch_rows.concatenate(tf.data.Dataset.counter(epoch + 1).flat_map(epoch_rows))
-
-  file_paths = tf.constant(files)
-
-  def read_file(file_index, file_epoch, file_first_chunk, skipped_in_file):
-    records = tf.data.TFRecordDataset(tf.gather(file_paths, file_index))
-    if shard_records:
-      records = records.shard(num_pipelines, pipeline_id)
-    chunks = records.skip(file_first_chunk * chunk_size).batch(chunk_size).enumerate(start=file_first_chunk)
-    shuffled = chunks.map(lambda chunk_index, chunk: tf.random.experimental.stateless_shuffle(
-        chunk, input_streams.stream_seed(seed, _CHUNK_SHUFFLE_STREAM, file_epoch, file_index, chunk_index)))
-    return shuffled.unbatch().skip(skipped_in_file)
-
-  return rows.flat_map(read_file)
+  def records(self, start_example: int = 0, num_epochs: int = -1) -> tf.data.Dataset:
+    """The stream from `start_example` on: the rest of its epoch, then `num_epochs` - 1 more, or all (-1)."""
+    epoch, *located = self.locate(start_example)
+    from_the_start = (np.int64(0), np.zeros(self.files_per_epoch, np.int64), np.int64(0), np.int64(0))
+    # One dataset function for every epoch, the first included: each is traced once.
+    starts = tf.data.Dataset.from_tensors(tuple(located)).concatenate(
+        tf.data.Dataset.from_tensors(from_the_start).repeat())
+    epochs = tf.data.Dataset.zip(tf.data.Dataset.counter(epoch), starts).take(num_epochs)
+    return epochs.flat_map(lambda epoch, start: self.epoch_records(epoch, *start))
 
 
 def _nonempty_files(files: List[str], record_counts: Dict[str, int]) -> Tuple[List[str], List[int]]:
@@ -141,21 +200,22 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
                         is_training: bool = True,
                         input_context: Optional[tf.distribute.InputContext] = None,
                         seed: int = 0,
-                        shuffle_chunk_size: int = 1024,
+                        shuffle_window: int = 1024,
                         start_example: int = 0,
                         record_counts: Optional[Dict[str, int]] = None) -> tf.data.Dataset:
   """Batches of pretraining inputs read from TFRecord files.
 
-  Training repeats forever. Epoch e reads the files in an order drawn from (`seed`, e) and shuffles each
-  chunk of `shuffle_chunk_size` consecutive records of a file; batches may span files and epochs.
-  Evaluation reads the files in order, once, unshuffled.
+  Each epoch reads all the files (of this input pipeline) at once, every file in proportion to its
+  record count, and shuffles windows of `shuffle_window` records, with draws of (`seed`, epoch): see the
+  module docstring. Training repeats forever; batches may span epochs. Evaluation reads training's first
+  epoch, once: the same batches for the same `seed`, each a sample of every file.
 
-  Training is deterministic by default: the stream is a function of the files, their record counts,
-  `seed` and the input pipeline alone, the same in every run. `start_example=n` yields exactly what
-  `start_example=0` yields after its first n examples, reading only the part of one file before the
-  position (the file's earlier records), so training resumes exactly and at once after a crash. Training
-  runs small TensorFlow computations eagerly here (to count records and find the start), so call it
-  eagerly, as `distribute_datasets_from_function` does.
+  The stream is a function of the files, their record counts, `seed`, `shuffle_window` and the input
+  pipeline alone, the same in every run. `start_example=n` yields exactly what `start_example=0` yields
+  after its first n examples, reading no record before the shuffle window that holds the position, so
+  training resumes exactly and at once after a crash. This function runs small TensorFlow computations
+  eagerly (to count records and find the start), so call it eagerly, as
+  `distribute_datasets_from_function` does. A pipeline keeps all the files of its epoch open at once.
 
   Args:
     input_patterns: comma-separated files or globs, or a list of such strings (see
@@ -164,17 +224,18 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
     max_predictions_per_seq: length of the `masked_lm_*` features in the files.
     batch_size: the per-replica batch size, e.g. `input_context.get_per_replica_batch_size(global)`.
       The last partial batch is dropped so that every shape is static.
-    is_training: shuffle and repeat (True), or read every record once in file order (False).
+    is_training: repeat forever (True), or read one epoch (False).
     input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`. With several input
-      pipelines, each reads every `num_input_pipelines`-th file (of each epoch's order, in training), or
-      every `num_input_pipelines`-th record of each file when there are fewer files than pipelines.
-    seed: fixes the training file orders and chunk shuffles; the same seed gives the same batches.
-    shuffle_chunk_size: consecutive records of a file shuffled together in training.
+      pipelines, each reads every `num_input_pipelines`-th file of each epoch's order, or every
+      `num_input_pipelines`-th record of each file when there are fewer files than pipelines; their
+      epochs are disjoint and together hold every record once.
+    seed: fixes the file orders, the interleaving and the shuffles; the same seed gives the same batches.
+    shuffle_window: records of an epoch shuffled together, and about the records of each round.
     start_example: in training, the number of examples this input pipeline already delivered, i.e.
       `global_step * global_batch_size // num_input_pipelines`; need not be a multiple of `batch_size`.
     record_counts: the number of records of each file by path (see `count_records`, whose cache spares
-      a long job the counting on every restart); counted here when not given. Training only: files
-      without records are left out.
+      a long job the counting on every restart); counted here when not given. Files without records are
+      left out.
 
   Returns:
     A dataset of dicts: int32 `input_word_ids`, `input_mask`, `input_type_ids` `[batch, max_seq_length]`;
@@ -183,30 +244,20 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
 
   Raises:
     FileNotFoundError: no file matches `input_patterns`.
-    ValueError: in training, a negative `start_example`, a `shuffle_chunk_size` below 1, a file missing
-      from `record_counts`, no record in any file or none for this input pipeline.
+    ValueError: a `shuffle_window` below 1, a negative `start_example` in training, a file missing from
+      `record_counts`, no record in any file or none for this input pipeline.
   """
   files = expand_input_patterns(input_patterns)
   num_pipelines, pipeline_id = input_streams.input_pipeline(input_context)
-
-  if is_training:
-    if start_example < 0:
-      raise OptionError(f"start_example must be 0 or more, got {start_example}.")
-    if shuffle_chunk_size < 1:
-      raise OptionError(f"shuffle_chunk_size must be 1 or more, got {shuffle_chunk_size}.")
-    files, counts = _nonempty_files(files, count_records(files) if record_counts is None else record_counts)
-    dataset = _training_records(files, counts, seed, shuffle_chunk_size, num_pipelines, pipeline_id,
-                                start_example)
-  else:
-    shard_files, shard_records = input_streams.sharding(len(files), num_pipelines)
-    if shard_files:
-      files = files[pipeline_id::num_pipelines]
-
-    def read_file(path):
-      records = tf.data.TFRecordDataset(path)
-      return records.shard(num_pipelines, pipeline_id) if shard_records else records
-
-    dataset = tf.data.Dataset.from_tensor_slices(files).flat_map(read_file)
+  if is_training and start_example < 0:
+    raise OptionError(f"start_example must be 0 or more, got {start_example}.")
+  if shuffle_window < 1:
+    raise OptionError(f"shuffle_window must be 1 or more, got {shuffle_window}.")
+  files, counts = _nonempty_files(files, count_records(files) if record_counts is None else record_counts)
+  # The start is located eagerly on the CPU, where tf.data runs the same ops.
+  with tf.device("/CPU:0"):
+    epochs = _InterleavedEpochs(files, counts, seed, shuffle_window, num_pipelines, pipeline_id)
+    dataset = epochs.records(start_example) if is_training else epochs.records(num_epochs=1)
 
   lengths = feature_lengths(max_seq_length, max_predictions_per_seq)
   feature_spec = {

@@ -1,190 +1,106 @@
-"""Creates ALBERT pretraining TFRecords from text: streamed, parallel, reproducible, bounded in memory.
+"""Creates ALBERT pretraining TFRecords on one machine: parallel, reproducible, globally shuffled, in bounded
+memory.
 
-Google's tool reads the whole corpus, builds every instance of every `dupe_factor` pass in memory, then
-shuffles and writes. Here the corpus streams through in *blocks* of whole documents:
+Google's tool holds the whole corpus and every instance of every `dupe_factor` pass in memory, then shuffles
+and writes (users report more than 1 TB of RAM for a 40 GB corpus). Here the work runs in three phases, with
+disk where Google uses memory:
 
-- pass 0 tokenizes each block once (in a worker process) and keeps its ids in a small cache file;
-  passes 1..dupe_factor-1 re-read the cache, so every pass covers the whole corpus, as Google's do;
-- each (pass, block) draws from its own `random.Random` seeded by (random_seed, pass, block), and results
-  are consumed in task order, so the bytes written do not depend on `num_workers`;
-- records go through a bounded shuffle window, then round-robin to the output shards (Google's layout);
-- outputs are written to temporary files and renamed into place only when everything succeeded.
+1. **tokenize**: the corpus streams through in blocks of text; workers tokenize them and the main process
+   appends each split's documents (train, and the held-out eval documents) to a `token_store` on disk;
+2. **instances**: for each of the `dupe_factor` passes, every block of documents of a store is a task: a
+   worker plans each document's pairs, reads the random segments B it needs from anywhere in the store,
+   finishes the records and groups them by shuffle bucket; the main process appends them to bucket files;
+3. **write**: the buckets are sorted one at a time and their records written round-robin to the shards
+   (`external_shuffle`), so every shard is a uniform random sample of the whole run, as Google's are.
 
-Peak memory is the shuffle window plus a few blocks in flight, whatever the corpus size.
+`pretraining_corpus` says how seeds and the record order are defined: the same seed and flags give the same
+bytes whatever `num_workers` and memory budget, and the same as the Apache Beam engine. Shards are written to
+hidden partial files beside them and renamed into place only when everything succeeded; the work directory
+(token stores, buckets) is removed on success, on failure and on Ctrl-C, and one left by a killed run is
+removed by the next run in the same directory.
 """
 
 import collections
-import dataclasses
 import multiprocessing
 import os
-import random
 import shutil
+import signal
 import sys
-import tempfile
 import time
-from typing import Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from albert_tf.data.example_encoding import ExampleEncoder
-from albert_tf.data.instances import InstanceOptions, Vocabulary, create_instances_from_document, is_start_piece
-from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.files import read_utf8_lines
+from albert_tf.data import pretraining_corpus
+from albert_tf.data.external_shuffle import ShuffleBuckets, encode_by_bucket
+from albert_tf.data.instances import InstanceOptions, random_segment_tokens
+from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
+                                               TokenizerOptions)
+from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
+from albert_tf.errors import OptionError, OutputError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
-# A block closes once it holds this much text and enough documents to draw "random other documents" from.
+__all__ = ["CorpusError", "DataSummary", "TokenizerOptions", "create_pretraining_data"]
+
+# A block of text closes once it holds this much text (or this many documents): the unit of tokenizing work.
 BLOCK_CHARACTERS = 256 * 1024
-MIN_BLOCK_DOCUMENTS = 8
 MAX_BLOCK_DOCUMENTS = 4096
-# A document longer than this is cut into parts, so that no block outgrows memory.
-MAX_DOCUMENT_CHARACTERS = 4 * 1024 * 1024
+# Tokens per block of documents in the instance passes: the unit of instance work.
+TOKENS_PER_BLOCK = 64 * 1024
+DEFAULT_MEMORY_BYTES = 1 << 30
 
 
-@dataclasses.dataclass(frozen=True)
-class TokenizerOptions:
-  spm_model_file: str
-  do_lower_case: bool = True
-  keep_accents: bool = False
-
-
-@dataclasses.dataclass
-class DataSummary:
-  """What was written: the closing summary of the tool."""
-
-  instances: int = 0
-  documents: int = 0
-  tokens: int = 0  # real tokens, [CLS]/[SEP] included
-  masked: int = 0
-  masked_as_mask_token: int = 0
-  masked_kept: int = 0
-  masked_random: int = 0
-  sop_label_1: int = 0
-  output_files: Sequence[str] = ()
-  seconds: float = 0.0
-
-  def add(self, other: "DataSummary"):
-    for field in ("instances", "tokens", "masked", "masked_as_mask_token", "masked_kept", "masked_random",
-                  "sop_label_1"):
-      setattr(self, field, getattr(self, field) + getattr(other, field))
-
-  @property
-  def mask_rate(self) -> float:
-    """Masked tokens over tokens other than [CLS]/[SEP] (how Google's figures are measured)."""
-    return self.masked / max(1, self.tokens - 3 * self.instances)
-
-  def lines(self) -> List[str]:
-    masked = max(1, self.masked)
-    return [
-        f"instances: {self.instances:,} from {self.documents:,} documents in {self.seconds:.1f} s "
-        f"({self.instances / max(self.seconds, 1e-9):,.0f} instances/s)",
-        f"tokens: {self.tokens:,} (mean sequence length {self.tokens / max(1, self.instances):.2f})",
-        f"mask rate: {self.mask_rate:.4f} of non-special tokens; [MASK] / kept / random: "
-        f"{self.masked_as_mask_token / masked:.3f} / {self.masked_kept / masked:.3f} / "
-        f"{self.masked_random / masked:.3f}",
-        f"SOP balance: label 1 (swapped or random document) {self.sop_label_1 / max(1, self.instances):.4f}",
-        "output: " + ", ".join(self.output_files),
-    ]
-
-
-class CorpusError(DataError):
-  """Input text that cannot be used: missing, empty, or not UTF-8."""
-
-
-def read_documents(input_files: Sequence[str]) -> Iterator[List[str]]:
-  """Yields documents (lists of non-blank lines) of Google's format: a blank line between documents.
-
-  Raises:
-    DataError: a line that is not UTF-8, naming the file and line.
-  """
-  for path in input_files:
-    document, size = [], 0
-    for _, line in read_utf8_lines(path):
-      line = line.strip()
-      if line:
-        document.append(line)
-        size += len(line)
-      if (not line or size > MAX_DOCUMENT_CHARACTERS) and document:
-        yield document
-        document, size = [], 0
-    if document:
-      yield document
-
-
-def _blocks(documents: Iterator[List[str]]) -> Iterator[List[List[str]]]:
-  block, size = [], 0
-  for document in documents:
-    block.append(document)
-    size += sum(len(line) for line in document)
-    if (size >= BLOCK_CHARACTERS and len(block) >= MIN_BLOCK_DOCUMENTS) or len(block) >= MAX_BLOCK_DOCUMENTS:
-      yield block
-      block, size = [], 0
-  if block:
-    yield block
-
-
-def vocabulary_of(tokenizer: SentencePieceTokenizer) -> Vocabulary:
-  pieces = [tokenizer.sp_model.IdToPiece(i) for i in range(tokenizer.vocab_size)]
-  return Vocabulary(size=len(pieces), cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                    mask_id=tokenizer.mask_id, is_start_piece=[is_start_piece(piece) for piece in pieces])
-
-
-# State of a worker process (set once by `_init_worker`; a single-process run uses it too).
+# --- worker side ------------------------------------------------------------------------------------------
+# State of a worker process, set once by `_init_worker` (a single-process run uses it too and clears it).
 _worker = {}
 
 
-def _init_worker(tokenizer_options: TokenizerOptions, options: InstanceOptions, random_seed: int,
-                 cache_dir: str):
+def _init_worker(tokenizer_options: TokenizerOptions, options: InstanceOptions, random_seed: int, work_dir: str,
+                 in_pool: bool):
+  if in_pool:
+    # Ctrl-C reaches the whole process group: the main process stops the pool and cleans up; workers stay quiet.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
   tokenizer = SentencePieceTokenizer(tokenizer_options.spm_model_file, tokenizer_options.do_lower_case,
                                      tokenizer_options.keep_accents)
-  _worker.update(tokenizer=tokenizer, vocab=vocabulary_of(tokenizer), options=options, seed=random_seed,
-                 cache_dir=cache_dir,
-                 encoder=ExampleEncoder(options.max_seq_length, options.num_label_slots, tokenizer.vocab_size))
+  _worker.update(maker=InstanceMaker(tokenizer, options, random_seed), work_dir=work_dir, stores={})
 
 
-def _tokenized_block(pass_index: int, block_index: int, block: Optional[List[List[str]]]):
-  """Documents of sentences of ids: tokenized in pass 0 and cached, read back in later passes."""
-  cache = os.path.join(_worker["cache_dir"], f"block-{block_index:08d}.npz")
-  if pass_index > 0:
-    with np.load(cache) as arrays:
-      ids, sentence_ends, document_ends = arrays["ids"], arrays["sentence_ends"], arrays["document_ends"]
-    sentences = np.split(ids, sentence_ends[:-1]) if len(ids) else []
-    sentences = [sentence.tolist() for sentence in sentences]
-    starts = [0] + document_ends[:-1].tolist()
-    return [sentences[start:end] for start, end in zip(starts, document_ends.tolist())]
-  tokenizer = _worker["tokenizer"]
-  documents = []
-  for lines in block:
-    sentences = [ids for ids in (tokenizer.encode(line, special_tokens_in_text=False) for line in lines) if ids]
-    if sentences:
-      documents.append(sentences)
-  sentence_lengths = [len(s) for document in documents for s in document]
-  np.savez(cache, ids=np.array([t for document in documents for s in document for t in s], np.int32),
-           sentence_ends=np.cumsum(sentence_lengths, dtype=np.int64),
-           document_ends=np.cumsum([len(document) for document in documents], dtype=np.int64))
-  return documents
+def _tokenize_block(task):
+  """(split, documents of lines) → (split, their ids, sentence lengths, sentences per document)."""
+  split, documents = task
+  tokenizer = _worker["maker"].tokenizer
+  tokenized = [pretraining_corpus.tokenize_document(tokenizer, lines) for lines in documents]
+  sentences = [sentence for document in tokenized for sentence in document]
+  return (split, np.fromiter((t for sentence in sentences for t in sentence), np.int32),
+          np.array([len(sentence) for sentence in sentences], np.int64),
+          np.array([len(document) for document in tokenized], np.int64))
 
 
-def _process_block(task):
-  """One (pass, block): its serialized records and their statistics."""
-  pass_index, block_index, block = task
-  documents = _tokenized_block(pass_index, block_index, block)
-  options, vocab, encoder = _worker["options"], _worker["vocab"], _worker["encoder"]
-  rng = random.Random(f"{_worker['seed']}:{pass_index}:{block_index}")
-  records, summary = [], DataSummary(documents=len(documents))
-  for document_index in range(len(documents)):
-    for instance in create_instances_from_document(documents, document_index, options, vocab, rng):
-      records.append(encoder.encode(instance))
-      summary.instances += 1
-      summary.tokens += len(instance.input_ids)
-      summary.sop_label_1 += instance.sentence_order_label
-      for position, label in zip(instance.masked_lm_positions, instance.masked_lm_ids):
-        token = instance.input_ids[position]
-        summary.masked += 1
-        summary.masked_as_mask_token += token == vocab.mask_id
-        summary.masked_kept += token == label
-        summary.masked_random += token != label and token != vocab.mask_id
-  return records, summary
+def _store(split: str) -> TokenStoreReader:
+  stores = _worker["stores"]
+  if split not in stores:
+    stores[split] = TokenStoreReader(os.path.join(_worker["work_dir"], f"tokens-{split}"))
+  return stores[split]
 
+
+def _make_block(task):
+  """One block of documents in one pass → its records grouped by shuffle bucket, and their statistics."""
+  split, pass_index, documents, bits = task
+  maker, store = _worker["maker"], _store(split)
+  summary = DataSummary(documents=len(documents))
+  entries = []
+  for document_index, document in zip(documents, store.documents(documents.start, documents.stop)):
+    for pair_index, pair in enumerate(maker.plan(split, pass_index, document_index, document, store.num_documents)):
+      tokens_b = pair.tokens_b
+      if pair.random_segment is not None:
+        tokens_b = random_segment_tokens(store.document(pair.random_segment.document_index), pair.random_segment)
+      entry = maker.finish(split, pass_index, document_index, pair_index, pair, tokens_b, summary)
+      if entry is not None:
+        entries.append(entry)
+  return split, encode_by_bucket(entries, bits), len(entries), summary
+
+
+# --- main process -----------------------------------------------------------------------------------------
 
 class _OrderedTasks:
   """Runs tasks on a pool (or inline) with a bounded number in flight, yielding results in task order."""
@@ -194,169 +110,211 @@ class _OrderedTasks:
     self._max_in_flight = max_in_flight
     self._in_flight = collections.deque()
 
-  def submit(self, task) -> Iterator:
-    """Queues `task`; yields the results that had to finish first to make room."""
+  def submit(self, function: Callable, task) -> Iterator:
+    """Queues `function(task)`; yields the results that had to finish first to make room."""
     if self._pool is None:
-      yield _process_block(task)
+      yield function(task)
       return
     while len(self._in_flight) >= self._max_in_flight:
       yield self._in_flight.popleft().get()
-    self._in_flight.append(self._pool.apply_async(_process_block, (task,)))
+    self._in_flight.append(self._pool.apply_async(function, (task,)))
 
   def drain(self) -> Iterator:
     while self._in_flight:
       yield self._in_flight.popleft().get()
 
 
-class _ShuffledShardWriter:
-  """A bounded shuffle window in front of round-robin TFRecord shards."""
-
-  def __init__(self, paths: Sequence[str], window: int, rng: random.Random):
-    import tensorflow as tf  # only the writing process needs TensorFlow
-    self._writers = [tf.io.TFRecordWriter(path) for path in paths]
-    self._window = window
-    self._rng = rng
-    self._buffer = []
-    self._next = 0
-
-  def _write(self, record: bytes):
-    self._writers[self._next].write(record)
-    self._next = (self._next + 1) % len(self._writers)
-
-  def add(self, record: bytes):
-    if len(self._buffer) < self._window:
-      self._buffer.append(record)
-      return
-    slot = self._rng.randrange(self._window)
-    self._write(self._buffer[slot])
-    self._buffer[slot] = record
-
-  def close(self):
-    self._rng.shuffle(self._buffer)
-    for record in self._buffer:
-      self._write(record)
-    for writer in self._writers:
-      writer.close()
-
-
 class _Progress:
-  """A line on stderr every few seconds: pass, documents, instances, instances/s, ETA."""
+  """A line on stderr every few seconds: the phase, its counts, the rate and the ETA."""
 
-  def __init__(self, dupe_factor: int, enabled: bool, interval: float = 2.0):
-    self._dupe_factor = dupe_factor
+  def __init__(self, enabled: bool, interval: float = 2.0):
     self._enabled = enabled
     self._interval = interval
-    self._start = self._last = time.time()
-    self.documents_per_pass = None
+    self.start = time.time()
+    self._phase_start = self._last = self.start
 
-  def update(self, pass_index: int, documents_done: int, instances: int, final: bool = False):
+  def phase(self):
+    self._phase_start = time.time()
+
+  def update(self, message: str, done: Optional[float] = None, total: Optional[float] = None,
+             final: bool = False):
     now = time.time()
     if not self._enabled or (now - self._last < self._interval and not final):
       return
     self._last = now
-    elapsed = now - self._start
-    total = f"/{self.documents_per_pass:,}" if self.documents_per_pass else ""
     eta = ""
-    if self.documents_per_pass:
-      done = pass_index * self.documents_per_pass + documents_done
-      remaining = self._dupe_factor * self.documents_per_pass - done
-      eta = f" | ETA {remaining * elapsed / max(done, 1):.0f} s"
-    print(f"[create_pretraining_data] pass {pass_index + 1}/{self._dupe_factor} | documents "
-          f"{documents_done:,}{total} | instances {instances:,} | {instances / max(elapsed, 1e-9):,.0f} "
-          f"instances/s | elapsed {elapsed:.0f} s{eta}", file=sys.stderr, flush=True)
+    if done and total:
+      eta = f" | ETA {(total - done) * (now - self._phase_start) / done:.0f} s"
+    print(f"[create_pretraining_data] {message} | elapsed {now - self.start:.0f} s{eta}", file=sys.stderr,
+          flush=True)
+
+
+def _written(what: str, write: Callable, *args):
+  """`write(*args)`, with a full disk or a refused write reported as one error naming `what`."""
+  try:
+    return write(*args)
+  except OSError as error:
+    raise OutputError(f"Could not write {what}: {error.strerror or error}. No output file was written.") from None
+
+
+def _text_blocks(input_files: Sequence[str], random_seed: int,
+                 eval_fraction: float) -> Iterator[Tuple[str, List[List[str]]]]:
+  """Yields (split, documents) blocks of text, each split's in corpus order."""
+  blocks = {TRAIN: [], EVAL: []}
+  sizes = {TRAIN: 0, EVAL: 0}
+  for file_index, path in enumerate(input_files):
+    for index_in_file, document in enumerate(pretraining_corpus.read_documents(path)):
+      split = EVAL if pretraining_corpus.is_held_out(random_seed, file_index, index_in_file, eval_fraction) else TRAIN
+      blocks[split].append(document)
+      sizes[split] += sum(len(line) for line in document)
+      if sizes[split] >= BLOCK_CHARACTERS or len(blocks[split]) >= MAX_BLOCK_DOCUMENTS:
+        yield split, blocks[split]
+        blocks[split], sizes[split] = [], 0
+  for split, documents in blocks.items():
+    if documents:
+      yield split, documents
 
 
 def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
                             tokenizer_options: TokenizerOptions, options: InstanceOptions,
                             dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
-                            shuffle_window: int = 20000, progress: bool = True) -> DataSummary:
-  """Writes Google-format ALBERT pretraining TFRecords.
+                            eval_output_files: Sequence[str] = (), eval_fraction: float = 0.0,
+                            memory_bytes: int = DEFAULT_MEMORY_BYTES, progress: bool = True) -> Dict[str, DataSummary]:
+  """Writes Google-format ALBERT pretraining TFRecords, globally shuffled.
 
   Args:
     input_files: text files in Google's format (one sentence per line, blank line between documents).
-    output_files: TFRecord shards, written round-robin; replaced only on success.
+    output_files: TFRecord shards; records are dealt to them round-robin after the global shuffle.
     tokenizer_options: the SentencePiece model and its text options.
     options: the instance flags (Google's names and defaults).
     dupe_factor: passes over the corpus, each with fresh random masks and pairs.
-    random_seed: the same seed and flags give byte-identical files, whatever `num_workers`.
+    random_seed: the same seed and flags give byte-identical files, whatever `num_workers` and `memory_bytes`.
     num_workers: processes that tokenize and build instances (1: all in this process).
-    shuffle_window: records held for shuffling; bounds memory.
+    eval_output_files: shards of the held-out documents' records (with `eval_fraction`).
+    eval_fraction: the share of documents held out for evaluation (a seeded choice per document); their
+      random segments B come from held-out documents only, and the training records' from training ones.
+    memory_bytes: the shuffle's memory budget: the most bytes of records held at once by the main process.
     progress: print progress lines to stderr.
 
   Returns:
-    The `DataSummary` of what was written.
+    The `DataSummary` of each split written ("train", and "eval" with `eval_fraction`).
 
   Raises:
-    FileNotFoundError: an input file is missing.
-    CorpusError: non-UTF-8 input (file and line named) or a corpus that yields no instance.
-    ValueError: a SentencePiece model without [CLS]/[SEP]/[MASK], bad flags.
+    InputFileError: an input file is missing or cannot be read.
+    CorpusError: non-UTF-8 input (file and line named), a corpus (or held-out share) without instances.
+    OptionError: bad flags; DataError: a SentencePiece model without [CLS]/[SEP]/[MASK].
+    OutputError: an output that cannot be written (a full disk); nothing is left behind.
   """
-  if not input_files:
-    raise InputFileError("No input files.")
-  for path in input_files:
-    if not os.path.isfile(path):
-      raise InputFileError(f"Input file not found: {path}")
-  if not output_files:
-    raise OptionError("No output files.")
-  if dupe_factor < 1 or num_workers < 1 or shuffle_window < 1:
-    raise OptionError("--dupe_factor, --num_workers and the shuffle window must be positive.")
-  SentencePieceTokenizer(tokenizer_options.spm_model_file)  # a bad model fails here, before any work
-
-  start = time.time()
-  output_dirs = {os.path.dirname(os.path.abspath(path)) for path in output_files}
+  pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction, dupe_factor,
+                               tokenizer_options)
+  if num_workers < 1 or memory_bytes < 1:
+    raise OptionError("--num_workers and the shuffle memory budget must be positive.")
+  if any("://" in path for path in list(output_files) + list(eval_output_files)):
+    raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
+  shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
+  splits = [split for split in (TRAIN, EVAL) if shards[split]]
+  output_dirs = sorted({os.path.dirname(os.path.abspath(path)) for paths in shards.values() for path in paths})
   for directory in output_dirs:
     os.makedirs(directory, exist_ok=True)
-  temporary = [f"{path}.tmp-{os.getpid()}" for path in output_files]
-  cache_dir = tempfile.mkdtemp(prefix=".albert_data_cache-", dir=sorted(output_dirs)[0])
-  init_args = (tokenizer_options, options, random_seed, cache_dir)
+  pretraining_corpus.remove_stale_work(output_dirs)
+
+  tracker = _Progress(progress)
+  work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
+  os.makedirs(work_dir)
+  partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
+  init_args = (tokenizer_options, options, random_seed, work_dir)
   pool = None
-  summary = DataSummary(output_files=list(output_files))
   try:
     if num_workers > 1:
       # Workers come from a fork server, never from this process: whatever TensorFlow state the caller holds
       # (threads, a GPU context) is not inherited. The data path imports no TensorFlow, so they start fast.
-      pool = multiprocessing.get_context("forkserver").Pool(num_workers, _init_worker, init_args)
+      pool = multiprocessing.get_context("forkserver").Pool(num_workers, _init_worker, init_args + (True,))
     else:
-      _init_worker(*init_args)
-    writer = _ShuffledShardWriter(temporary, shuffle_window, random.Random(f"{random_seed}:shuffle"))
+      _init_worker(*init_args, in_pool=False)
     tasks = _OrderedTasks(pool, max_in_flight=2 * num_workers)
-    tracker = _Progress(dupe_factor, progress)
-    num_blocks = 0
 
-    def consume(results, pass_index, documents_done):
-      for records, block_summary in results:
+    # 1. Tokenize into one token store per split.
+    stores = {split: TokenStoreWriter(os.path.join(work_dir, f"tokens-{split}"), TOKENS_PER_BLOCK) for split in splits}
+
+    def store(results, final=False):
+      for split, tokens, sentence_lengths, document_sentences in results:
+        _written(f"the token store in {work_dir}", stores[split].append, tokens, sentence_lengths,
+                 document_sentences)
+      tracker.update(f"tokenizing | documents {sum(s.num_documents for s in stores.values()):,} | tokens "
+                     f"{sum(s.num_tokens for s in stores.values()):,}", final=final)
+
+    for split, documents in _text_blocks(input_files, random_seed, eval_fraction if EVAL in splits else 0):
+      store(tasks.submit(_tokenize_block, (split, documents)))
+    store(tasks.drain(), final=True)
+    for writer in stores.values():
+      writer.close()
+    if not stores[TRAIN].num_documents:
+      raise CorpusError(f"No text in {', '.join(input_files)}: the corpus is empty (or only blank lines).")
+    if EVAL in splits and not stores[EVAL].num_documents:
+      raise CorpusError(f"No document was held out with --eval_fraction={eval_fraction}: the corpus has "
+                        f"{stores[TRAIN].num_documents} documents; raise the fraction.")
+
+    # 2. Instances of every pass, scattered into shuffle buckets.
+    summaries = {split: DataSummary(documents=stores[split].num_documents, output_files=shards[split])
+                 for split in splits}
+    buckets = {split: ShuffleBuckets(os.path.join(work_dir, f"buckets-{split}"), pretraining_corpus.bucket_bits(
+        pretraining_corpus.estimated_record_bytes(stores[split].num_tokens, dupe_factor, options), memory_bytes))
+               for split in splits}
+    total_documents = dupe_factor * sum(s.num_documents for s in stores.values())
+    documents_done = 0
+    tracker.phase()
+
+    def scatter(results):
+      nonlocal documents_done
+      for split, chunks, num_records, block_summary in results:
+        _written(f"the shuffle buckets in {work_dir}", buckets[split].append, chunks, num_records)
+        summaries[split].add(block_summary)
         documents_done += block_summary.documents
-        summary.add(block_summary)
-        for record in records:
-          writer.add(record)
-        tracker.update(pass_index, documents_done, summary.instances)
-      return documents_done
+        tracker.update(f"instances | documents {documents_done:,}/{total_documents:,} of {dupe_factor} passes | "
+                       f"instances {sum(s.instances for s in summaries.values()):,}", documents_done,
+                       total_documents, final=documents_done == total_documents)
 
     for pass_index in range(dupe_factor):
-      documents_done = 0
-      blocks = _blocks(read_documents(input_files)) if pass_index == 0 else (None for _ in range(num_blocks))
-      for block_index, block in enumerate(blocks):
-        num_blocks = max(num_blocks, block_index + 1)
-        documents_done = consume(tasks.submit((pass_index, block_index, block)), pass_index, documents_done)
-      # Later passes read pass 0's caches: finish the pass before the next starts.
-      documents_done = consume(tasks.drain(), pass_index, documents_done)
-      if pass_index == 0:
-        summary.documents = tracker.documents_per_pass = documents_done
-        if not documents_done:
-          raise CorpusError(f"No text in {', '.join(input_files)}: the corpus is empty (or only blank lines).")
-      tracker.update(pass_index, documents_done, summary.instances, final=pass_index == dupe_factor - 1)
-    writer.close()
-    if not summary.instances:
-      raise CorpusError(f"No instance could be made from {', '.join(input_files)} with these flags.")
-    for temporary_path, path in zip(temporary, output_files):
-      os.replace(temporary_path, path)
+      for split in splits:
+        for block in stores[split].blocks:
+          scatter(tasks.submit(_make_block, (split, pass_index, block, buckets[split].bits)))
+    scatter(tasks.drain())
+    for split in splits:
+      buckets[split].close()
+      if not summaries[split].instances:
+        raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these flags.")
+
+    # 3. Every record in shuffled order, dealt round-robin to the shards.
+    import tensorflow as tf  # only this process writes TFRecords
+    tracker.phase()
+    total_records, records_done = sum(b.num_records for b in buckets.values()), 0
+    for split in splits:
+      try:
+        writers = [tf.io.TFRecordWriter(path) for path in partials[split]]
+        for rank, record in enumerate(buckets[split].records_in_order(memory_bytes)):
+          writers[rank % len(writers)].write(record)
+          records_done += 1
+          if records_done % 4096 == 0 or records_done == total_records:
+            tracker.update(f"writing | records {records_done:,}/{total_records:,}", records_done, total_records,
+                           final=records_done == total_records)
+        for writer in writers:
+          writer.close()
+      except (OSError, tf.errors.OpError) as error:
+        raise OutputError(f"Could not write {', '.join(shards[split])}: {getattr(error, 'message', error)}. "
+                          "No output file was written.") from None
+    for split in splits:
+      for partial, path in zip(partials[split], shards[split]):
+        os.replace(partial, path)
   finally:
     if pool is not None:
       pool.terminate()
       pool.join()
-    for temporary_path in temporary:
-      if os.path.exists(temporary_path):
-        os.remove(temporary_path)
-    shutil.rmtree(cache_dir, ignore_errors=True)
-  summary.seconds = time.time() - start
-  return summary
+    for store_reader in _worker.get("stores", {}).values():
+      store_reader.close()
+    _worker.clear()
+    for paths in partials.values():
+      for path in paths:
+        if os.path.exists(path):
+          os.remove(path)
+    shutil.rmtree(work_dir, ignore_errors=True)
+  return summaries

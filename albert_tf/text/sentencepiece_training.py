@@ -22,6 +22,8 @@ from albert_tf.files import read_utf8_lines
 from albert_tf.text.tokenizer import SPECIAL_TOKENS, preprocess_text
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
+# SentencePiece's log levels (glog's): its trainer logs its options and progress at INFO, problems at WARNING.
+_SPM_INFO, _SPM_WARNING = 0, 1
 # Characters are counted in batches of about this many: numpy's bincount is far cheaper per batch than
 # counting character by character in Python.
 _COUNT_BATCH_CHARS = 1 << 22
@@ -160,7 +162,8 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
                         keep_accents: bool = False,
                         input_sentence_size: int = 10_000_000,
                         user_defined_symbols: Sequence[str] = (),
-                        num_threads: Optional[int] = None) -> str:
+                        num_threads: Optional[int] = None,
+                        verbose: Optional[bool] = None) -> str:
   """Trains an ALBERT SentencePiece model and writes `<model_prefix>.model` and `<model_prefix>.vocab`.
 
   The files appear only when training succeeds (trained under a temporary name in the same folder, then
@@ -179,6 +182,8 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
     input_sentence_size: lines SentencePiece samples from the corpus to train on; 0 means all of them.
     user_defined_symbols: pieces always kept whole, given ids 5, 6, ...
     num_threads: training threads; defaults to the number of CPUs.
+    verbose: whether SentencePiece's trainer writes its own log to stderr (its options, then its progress),
+      rather than only its warnings and errors. None: when absl logging is at DEBUG (`--verbosity=1`).
 
   Returns:
     The path of the `.model` file.
@@ -200,8 +205,13 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
   temp_prefix = os.path.join(temp_folder, "spiece")
   logging.info("Training a %d-piece %s SentencePiece model on %d file(s): %s", vocab_size, model_type,
                len(corpus.paths), _name_files(corpus.paths))
+  if verbose is None:
+    verbose = logging.level_debug()
   try:
     try:
+      # SentencePiece's log level is global to the process (its `minloglevel` option sets it too) and cannot
+      # be read back: it is set for this call, then put back to SentencePiece's default.
+      spm.set_min_log_level(_SPM_INFO if verbose else _SPM_WARNING)
       spm.SentencePieceTrainer.train(
           sentence_iterator=iter(corpus), model_prefix=temp_prefix, vocab_size=vocab_size,
           character_coverage=character_coverage, model_type=model_type, pad_id=0, unk_id=1, bos_id=-1,
@@ -212,6 +222,8 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
       if user_error is None:
         raise
       raise user_error from None
+    finally:
+      spm.set_min_log_level(_SPM_INFO)
     sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
     _check_layout(sp_model)
     coverage = corpus.coverage(sp_model)

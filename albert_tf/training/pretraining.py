@@ -10,7 +10,9 @@ The loop mirrors Google's `run_pretraining.py` (TF1 `TPUEstimator`) in TF2:
 - checkpoints hold the model, the optimizer, the step and the input position. The training input is
   position-addressable (`pretraining_dataset.pretraining_dataset(start_example=...)`), because in TF 2.20 a
   distributed iterator cannot be checkpointed: a rerun of the same command restores the checkpoint and
-  restarts the input exactly where it was, reading at most part of one file to get there.
+  restarts the input exactly where it was, skipping rather than reading the records before it;
+- evaluation scores the first `max_eval_steps` batches of one shuffled epoch of the eval files, drawn with
+  `random_seed`: the same batches at every evaluation, sampling every file.
 """
 
 import dataclasses
@@ -157,10 +159,14 @@ class Pretraining:
 
   # --- data ----------------------------------------------------------------------------------------------
 
+  def _record_counts(self, files: List[str]) -> Dict[str, int]:
+    """Records per file, cached in `output_dir` so that restarts and evaluations do not count them again."""
+    os.makedirs(self.options.output_dir, exist_ok=True)
+    return record_files.count_records(files, os.path.join(self.options.output_dir, _RECORD_COUNTS))
+
   def _train_dataset(self):
     o = self.options
-    os.makedirs(o.output_dir, exist_ok=True)
-    counts = record_files.count_records(self.train_files, os.path.join(o.output_dir, _RECORD_COUNTS))
+    counts = self._record_counts(self.train_files)
     start = int(self.examples_per_pipeline.numpy())
 
     def dataset_fn(context: tf.distribute.InputContext):
@@ -172,12 +178,17 @@ class Pretraining:
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
   def _eval_dataset(self):
+    """One epoch of the eval files, interleaved and shuffled as training's first epoch is, with the run's
+    `random_seed`: every evaluation scores the same batches, and the first `max_eval_steps` of them sample
+    every file rather than the start of the first one."""
     o = self.options
+    counts = self._record_counts(self.eval_files)
 
     def dataset_fn(context: tf.distribute.InputContext):
       return pretraining_dataset.pretraining_dataset(
           self.eval_files, o.max_seq_length, o.max_predictions_per_seq,
-          context.get_per_replica_batch_size(o.eval_batch_size), is_training=False, input_context=context)
+          context.get_per_replica_batch_size(o.eval_batch_size), is_training=False, input_context=context,
+          seed=o.random_seed, record_counts=counts)
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
@@ -219,7 +230,8 @@ class Pretraining:
       self.evaluate()  # every worker takes part: the eval step's reduction spans them all
 
   def evaluate(self) -> Dict[str, float]:
-    """Evaluates `max_eval_steps` batches; writes eval_results.txt and keeps the best checkpoint."""
+    """Evaluates the first `max_eval_steps` batches of one shuffled epoch of the eval files (the same batches
+    every time); writes eval_results.txt and keeps the best checkpoint."""
     o = self.options
     eval_step = self._build_eval_step()
     totals = np.zeros(len(self.objective.sum_names))
