@@ -54,6 +54,22 @@ def file_exists(path: str) -> bool:
   return (_gfile().exists(path) and not _gfile().isdir(path)) if "://" in path else os.path.isfile(path)
 
 
+def read_bytes(path: str) -> bytes:
+  """The bytes of a local or remote (gs://) file.
+
+  Raises:
+    InputFileError: the file does not exist or cannot be read.
+  """
+  try:
+    if "://" in path:
+      with _gfile().GFile(path, "rb") as reader:
+        return reader.read()
+    with open(path, "rb") as reader:
+      return reader.read()
+  except Exception as error:  # pylint: disable=broad-except; gfile raises TensorFlow's errors, not OSError
+    raise InputFileError(f"{path}: cannot be read ({getattr(error, 'strerror', None) or error}).") from None
+
+
 def file_size(path: str) -> int:
   """The size in bytes of a local or remote (gs://) file."""
   return _gfile().stat(path).length if "://" in path else os.path.getsize(path)

@@ -19,7 +19,6 @@ pipeline succeeded. The memory budget sets how many buckets there are: one bucke
 
 import collections
 import re
-import tempfile
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
@@ -32,7 +31,6 @@ from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSum
                                                TokenizerOptions)
 from albert_tf.errors import AlbertError, DataError, InputFileError
 from albert_tf.files import file_size
-from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 _NAMESPACE = "albert_tf"
 # How a DataError or InputFileError raised in a worker appears in the pipeline's failure.
@@ -96,12 +94,8 @@ class _WithMaker(beam.DoFn):
     self.maker = None
 
   def setup(self):
-    with tempfile.NamedTemporaryFile(suffix=".model") as model:
-      model.write(self._model_bytes)
-      model.flush()
-      tokenizer = SentencePieceTokenizer(model.name, self._tokenizer_options.do_lower_case,
-                                         self._tokenizer_options.keep_accents)
-    self.maker = InstanceMaker(tokenizer, self._options, self._seed)
+    self.maker = InstanceMaker(pretraining_corpus.tokenizer_of(self._tokenizer_options, self._model_bytes),
+                               self._options, self._seed)
 
   def finished(self, split: str, pass_index: int, document_index: int, pair_index: int, pair, tokens_b):
     summary = DataSummary()
@@ -232,8 +226,8 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
   Raises:
     As `create_pretraining_data`; a worker's DataError (non-UTF-8 input, naming file and line) is raised here.
   """
-  pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction, dupe_factor,
-                               tokenizer_options)
+  model_bytes = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
+                                             dupe_factor, tokenizer_options)
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
   output_dirs = sorted({path.rsplit("/", 1)[0] if "/" in path else "." for paths in shards.values()
@@ -245,8 +239,6 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   gfile.makedirs(work_dir)
   partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
-  with gfile.GFile(tokenizer_options.spm_model_file, "rb") as reader:
-    model_bytes = reader.read()
   maker_args = (model_bytes, tokenizer_options, options, random_seed)
   input_bytes = sum(file_size(path) for path in input_files)
   # Buckets: ranges of shuffle keys small enough for one worker's memory (about 2 bytes of text a token).

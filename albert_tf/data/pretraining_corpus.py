@@ -33,7 +33,7 @@ from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
                                       is_start_piece, plan_segment_pairs)
 from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.files import file_exists, read_utf8_lines
+from albert_tf.files import file_exists, read_bytes, read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 TRAIN, EVAL = "train", "eval"
@@ -250,15 +250,24 @@ def remove_stale_work(directories: Sequence[str]):
         os.remove(path)
 
 
+def tokenizer_of(tokenizer_options: TokenizerOptions, model_proto: bytes) -> SentencePieceTokenizer:
+  """The run's tokenizer, from the SentencePiece model's bytes: workers need not see the model's file."""
+  return SentencePieceTokenizer(tokenizer_options.spm_model_file, tokenizer_options.do_lower_case,
+                                tokenizer_options.keep_accents, model_proto=model_proto)
+
+
 def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_output_files: Sequence[str],
-              eval_fraction: float, dupe_factor: int, tokenizer_options: TokenizerOptions) -> None:
+              eval_fraction: float, dupe_factor: int, tokenizer_options: TokenizerOptions) -> bytes:
   """Checks what both engines check before any work: inputs, outputs, the held-out share, the vocabulary.
+
+  Returns:
+    The SentencePiece model's bytes (local or gs://), which the workers build their tokenizer from.
 
   Raises:
     InputFileError: no input file, or one that does not exist.
     OptionError: no output file, an output that is also an input or named twice, a held-out share without
       eval outputs (or the other way round), a `dupe_factor` below 1.
-    DataError: a SentencePiece model without [CLS]/[SEP]/[MASK].
+    InputFileError, DataError: a SentencePiece model that cannot be read, or without [CLS]/[SEP]/[MASK].
   """
   if not input_files:
     raise InputFileError("No input files.")
@@ -277,4 +286,8 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
                       "and the files they are written to.")
   if dupe_factor < 1:
     raise OptionError(f"--dupe_factor must be at least 1, got {dupe_factor}.")
-  SentencePieceTokenizer(tokenizer_options.spm_model_file)  # a bad model fails here, before any work
+  if not file_exists(tokenizer_options.spm_model_file):
+    raise InputFileError(f"SentencePiece model not found: {tokenizer_options.spm_model_file}")
+  model_proto = read_bytes(tokenizer_options.spm_model_file)
+  tokenizer_of(tokenizer_options, model_proto)  # a bad model fails here, before any work
+  return model_proto

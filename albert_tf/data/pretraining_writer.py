@@ -38,7 +38,6 @@ from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSum
                                                TokenizerOptions)
 from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
 from albert_tf.errors import OptionError, OutputError
-from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 __all__ = ["CorpusError", "DataSummary", "TokenizerOptions", "create_pretraining_data"]
 
@@ -55,13 +54,12 @@ DEFAULT_MEMORY_BYTES = 1 << 30
 _worker = {}
 
 
-def _init_worker(tokenizer_options: TokenizerOptions, options: InstanceOptions, random_seed: int, work_dir: str,
-                 in_pool: bool):
+def _init_worker(tokenizer_options: TokenizerOptions, model_proto: bytes, options: InstanceOptions,
+                 random_seed: int, work_dir: str, in_pool: bool):
   if in_pool:
     # Ctrl-C reaches the whole process group: the main process stops the pool and cleans up; workers stay quiet.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-  tokenizer = SentencePieceTokenizer(tokenizer_options.spm_model_file, tokenizer_options.do_lower_case,
-                                     tokenizer_options.keep_accents)
+  tokenizer = pretraining_corpus.tokenizer_of(tokenizer_options, model_proto)
   _worker.update(maker=InstanceMaker(tokenizer, options, random_seed), work_dir=work_dir, stores={})
 
 
@@ -205,8 +203,8 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     OptionError: bad flags; DataError: a SentencePiece model without [CLS]/[SEP]/[MASK].
     OutputError: an output that cannot be written (a full disk); nothing is left behind.
   """
-  pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction, dupe_factor,
-                               tokenizer_options)
+  model_proto = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
+                                             dupe_factor, tokenizer_options)
   if num_workers < 1 or memory_bytes < 1:
     raise OptionError("--num_workers and the shuffle memory budget must be positive.")
   if any("://" in path for path in list(output_files) + list(eval_output_files)):
@@ -222,7 +220,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   os.makedirs(work_dir)
   partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
-  init_args = (tokenizer_options, options, random_seed, work_dir)
+  init_args = (tokenizer_options, model_proto, options, random_seed, work_dir)
   pool = None
   try:
     if num_workers > 1:

@@ -13,7 +13,7 @@ Unicode blocks of diacritical marks are deleted and the text is recomposed (NFC)
 import os
 import re
 import unicodedata
-from typing import List
+from typing import List, Optional
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
@@ -70,20 +70,26 @@ class SentencePieceTokenizer:
   """Text to ALBERT ids with a SentencePiece model whose ids 0-4 are `<pad> <unk> [CLS] [SEP] [MASK]`.
 
   Args:
-    spm_model_file: the SentencePiece `.model` file.
+    spm_model_file: the SentencePiece `.model` file (its name in messages when `model_proto` is given).
     do_lower_case: lower-case before encoding (Google's flag; default True as in Google's tools).
     keep_accents: keep diacritical marks (Hugging Face's `keep_accents`); Google always strips them.
+    model_proto: the model file's bytes, when they were read elsewhere (a `gs://` model, a worker of a
+      distributed pipeline that cannot see the file).
   """
 
-  def __init__(self, spm_model_file: str, do_lower_case: bool = True, keep_accents: bool = False):
-    if not os.path.isfile(spm_model_file):
+  def __init__(self, spm_model_file: str, do_lower_case: bool = True, keep_accents: bool = False,
+               model_proto: Optional[bytes] = None):
+    if model_proto is None and not os.path.isfile(spm_model_file):
       raise InputFileError(f"SentencePiece model not found: {spm_model_file}")
     self.spm_model_file = spm_model_file
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
     self.sp_model = spm.SentencePieceProcessor()
     try:
-      self.sp_model.Load(spm_model_file)
+      if model_proto is None:
+        self.sp_model.Load(spm_model_file)
+      else:
+        self.sp_model.LoadFromSerializedProto(model_proto)
     except (OSError, RuntimeError) as error:
       raise DataError(f"{spm_model_file} is not a SentencePiece model: {error}") from None
     missing = [token for token in ("[CLS]", "[SEP]", "[MASK]") if self.sp_model.PieceToId(token) ==
