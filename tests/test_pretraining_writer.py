@@ -492,6 +492,21 @@ def wait_for_buckets(process, output_dir):
     time.sleep(0.05)
 
 
+def test_ctrl_c_during_the_tensorflow_import_is_not_lost():
+  """TensorFlow's import swallows a KeyboardInterrupt raised inside it; the writer's import keeps it."""
+  import signal
+  import time
+  script = ("from albert_tf.data import pretraining_writer\nprint('importing', flush=True)\n"
+            "pretraining_writer._import_tensorflow()\nprint('imported', flush=True)\n")
+  process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=REPO)
+  assert process.stdout.readline().strip() == "importing"
+  time.sleep(1)  # well inside the import, which takes several seconds
+  process.send_signal(signal.SIGINT)
+  stdout, stderr = process.communicate(timeout=120)
+  assert process.returncode != 0 and "KeyboardInterrupt" in stderr and "imported" not in stdout, (stdout, stderr)
+
+
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_leaves_nothing(tmp_path, signal_name):
   import signal
