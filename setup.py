@@ -5,8 +5,8 @@ import setuptools
 # tools/*.py (Google's script names, run from a checkout) are installed as the package albert_tf_tools, and
 # each as the command albert-<name> (albert-run-pretraining, ...).
 TOOLS = ("create_pretraining_data", "run_pretraining", "run_classifier", "train_sentence_encoder",
-         "train_sentencepiece", "convert_checkpoint", "export_hf", "export_saved_model", "benchmark_pretraining",
-         "benchmark_pretraining_data", "benchmark_finetuning")
+         "train_sentencepiece", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
+         "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.
@@ -37,6 +37,9 @@ setuptools.setup(
         "sentencepiece<0.2.3",
         "absl-py",
         "numpy",
+        # tensorflow-hub (the Model Garden's; hub.KerasLayer loads our TF Hub exports) imports pkg_resources,
+        # which setuptools 81 removed.
+        "setuptools<81",
     ],
     extras_require={
         "beam": BEAM,

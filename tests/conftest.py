@@ -162,3 +162,26 @@ def pytest_sessionfinish(session, exitstatus):
   if skipped and os.environ.get("CI", "").lower() in ("1", "true") and exitstatus == 0:
     print("CI=true: skipped tests fail the run (the test extra and ../shared provide what every test needs).")
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def corpus_lines(name, limit=None):
+  """The first `limit` non-blank lines of a shared corpus (all of them by default)."""
+  with open(os.path.join(SHARED, "corpus", name), encoding="utf-8") as reader:
+    lines = [line.rstrip("\n") for line in reader if line.strip()]
+  return lines[:limit]
+
+
+def python_pack(tokenizer, text_a, text_b, max_seq_length):
+  """Google's run_classifier packing with `_truncate_seq_pair`, written out as its loop."""
+  ids_a = tokenizer.encode(text_a)
+  ids_b = tokenizer.encode(text_b) if text_b else []
+  budget = max_seq_length - (3 if ids_b else 2)
+  while len(ids_a) + len(ids_b) > budget:
+    (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
+  ids = [tokenizer.cls_id] + ids_a + [tokenizer.sep_id]
+  types = [0] * len(ids)
+  if ids_b:
+    ids += ids_b + [tokenizer.sep_id]
+    types += [1] * (len(ids_b) + 1)
+  padding = [0] * (max_seq_length - len(ids))
+  return ids + padding, [1] * len(ids) + padding, types + padding

@@ -12,6 +12,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.interop import conversion
 from albert_tf.interop.huggingface import export_to_hf, hf_state_dict, read_safetensors
+from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.checkpoints import (CheckpointMismatchError, build_model_for_checkpoint,
                                             restore_available_parts, save_checkpoint)
@@ -474,7 +475,11 @@ def test_tool_converts_googles_release_layout_and_refuses_to_overwrite(tmp_path)
   assert f"encoder, masked-LM head, sentence-order head ({len(values)} tensors)" in result.stdout
   assert f"Ignored: 1 global_step, {2 * len(values)} optimizer slots." in result.stdout
   assert sorted(os.listdir(out)) == ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
-                                     "model.ckpt.index", "spiece.model"]
+                                     "model.ckpt.index", "spiece.model", "spiece.tokenizer_options.json"]
+  # Google's release has no record of its options: its defaults are recorded, and said to be.
+  assert ("Tokenizer options --do_lower_case=true --keep_accents=false (from Google's defaults), recorded beside "
+          "spiece.model") in result.stdout
+  assert options_lib.read_options(str(out / "spiece.model")) == options_lib.TokenizerOptions()
   written_config = albert_tf.AlbertConfig.from_json_file(str(out / "albert_config.json"))
   model, _ = build_model_for_checkpoint(written_config, str(out))
   query = "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel"

@@ -37,7 +37,7 @@ def is_korean(input_ids, segment_ids, positions, labels, weights, hangul):
 def create(output_files, input_names, **run_options):
   return pretraining_writer.create_pretraining_data(
       [os.path.join(CORPUS, name) for name in input_names] if input_names else run_options.pop("input_files"),
-      output_files, pretraining_writer.TokenizerOptions(SP8K_MODEL, do_lower_case=False),
+      output_files, pretraining_writer.TokenizerSpec(SP8K_MODEL, do_lower_case=False),
       InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS), num_workers=2, progress=False,
       **run_options)
 

@@ -12,10 +12,14 @@ import torch
 import transformers
 
 import albert_tf
+from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
+from albert_tf.text import tokenizer_options as options_lib
+from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
+from conftest import (REPO, SHARED, SP8K_MODEL, corpus_lines, padded_batch, randomize, requires_shared,
+                      tiny_config)
 
 SHAPES = {
     "factorized": dict(embedding_size=16),
@@ -100,11 +104,6 @@ def run_export_hf(*flags):
                         text=True, timeout=300)
 
 
-def corpus_lines(name, limit):
-  with open(os.path.join(SHARED, "corpus", name), encoding="utf-8") as reader:
-    return [line.strip() for line, _ in zip(reader, range(limit)) if line.strip()]
-
-
 @requires_shared(SP8K_MODEL)
 def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path):
   config = albert_tf.AlbertConfig(vocab_size=8000, hidden_size=32, num_hidden_layers=2,
@@ -120,7 +119,8 @@ def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path)
                          f"--spm_model_file={SP8K_MODEL}", "--keep_accents", f"--output_dir={out}")
   assert result.returncode == 0, result.stderr
   assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "special_tokens_map.json",
-                                     "spiece.model", "tokenizer.json", "tokenizer_config.json"]
+                                     "spiece.model", "spiece.tokenizer_options.json", "tokenizer.json",
+                                     "tokenizer_config.json"]
 
   ours = SentencePieceTokenizer(SP8K_MODEL, do_lower_case=True, keep_accents=True)
   theirs = transformers.AlbertTokenizer.from_pretrained(str(out))
@@ -138,29 +138,109 @@ def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path)
   assert transformers.AlbertConfig.from_pretrained(str(out)).vocab_size == 8000
 
 
-@requires_shared(SP8K_MODEL)
-def test_export_tool_tokenizer_with_default_flags_matches_ours_on_latin_text(tmp_path):
-  """Default flags (lower-case, accents stripped, Google's): transformers' two tokenizers give our ids.
-  Hangul under the default flags is not covered: transformers' NFKD decomposes it (see BUILD_NOTES)."""
-  config = tiny_config(vocab_size=8000)
+def train_vocabulary(tmp_path, name, lines, vocab_size, **options):
+  corpus = tmp_path / f"{name}.txt"
+  corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  return train_sentencepiece([str(corpus)], str(tmp_path / name), vocab_size=vocab_size, character_coverage=1.0,
+                             num_threads=2, **options)
+
+
+def transformers_ids(folder, lines):
+  """Ids of `AlbertTokenizer` and `AutoTokenizer` loaded from `folder`, by class name."""
+  return {tokenizer_class.__name__: tokenizer_class.from_pretrained(folder)(lines, add_special_tokens=False)["input_ids"]
+          for tokenizer_class in (transformers.AlbertTokenizer, transformers.AutoTokenizer)}
+
+
+@requires_shared(os.path.join(SHARED, "corpus", "ko_law.txt"))
+def test_default_export_of_a_korean_model_gives_our_ids_in_transformers(tmp_path):
+  """The issue's case: Korean corpus → train_sentencepiece → export_hf, all with default flags."""
+  korean = corpus_lines("ko_law.txt") + corpus_lines("ko_libreoffice_help.txt")
+  spm_model = train_vocabulary(tmp_path, "ko", korean, vocab_size=4000)
+  config = tiny_config(vocab_size=4000)
   config.to_json_file(str(tmp_path / "albert_config.json"))
   model = albert_tf.AlbertEncoder(config)
   model(model.dummy_inputs())
   save_checkpoint(model, str(tmp_path / "run" / "model.ckpt"))
   out = tmp_path / "hf"
   result = run_export_hf(f"--albert_config_file={tmp_path / 'albert_config.json'}", f"--checkpoint={tmp_path / 'run'}",
-                         f"--spm_model_file={SP8K_MODEL}", f"--output_dir={out}")
+                         f"--spm_model_file={spm_model}", f"--output_dir={out}")
   assert result.returncode == 0, result.stderr
-  ours = SentencePieceTokenizer(SP8K_MODEL)
-  lines = corpus_lines("en_wiki.txt", 600) + corpus_lines("en_botchan.txt", 300)
-  lines += ["Café Zürich, naïve RÉSUMÉ façade.", "The capital of France is [MASK].",
-            "It costs 1,000 or 3.0, won.", "  Extra   spaces\tand ``quotes'' here "]
-  assert any(any(char in line for char in "éüïç") for line in lines)
-  slow = transformers.AlbertTokenizer.from_pretrained(str(out))
-  fast = transformers.AutoTokenizer.from_pretrained(str(out))
-  for tokenizer in (slow, fast):
-    for line in lines:
-      assert tokenizer(line, add_special_tokens=False)["input_ids"] == ours.encode(line), (type(tokenizer), line)
+  assert "WARNING" not in result.stderr
+  assert "wrote keep_accents=true, accents stripped by the charsmap: AlbertTokenizer 100.00%, AutoTokenizer 100.00%" \
+      in result.stdout, result.stdout
+  # The options the model was trained with stay on record for our tools; transformers is told keep_accents.
+  assert options_lib.read_options(str(out / "spiece.model")) == options_lib.TokenizerOptions()
+  assert json.loads((out / "tokenizer_config.json").read_text())["keep_accents"] is True
+
+  ours = SentencePieceTokenizer(spm_model)
+  for name in ("ko_law.txt", "ko_libreoffice_help.txt"):
+    lines = corpus_lines(name)
+    expected = [ours.encode(line) for line in lines]
+    for tokenizer_name, ids in transformers_ids(str(out), lines).items():
+      matching = sum(a == b for a, b in zip(ids, expected))
+      assert matching >= 0.999 * len(lines), (tokenizer_name, name, matching, len(lines))
+      unknown = [sum(i == ours.unk_id for row in rows for i in row) for rows in (ids, expected)]
+      assert unknown[0] == unknown[1], (tokenizer_name, name, unknown)
+  glued = "대한민국의 수도는[MASK]이다."
+  for ids in transformers_ids(str(out), [glued]).values():
+    assert ids[0] == ours.encode(glued) and ids[0].count(ours.mask_id) == 1
+
+
+def test_default_export_gives_our_ids_on_accents_japanese_and_thai(tmp_path):
+  """Accents stripped (Google's default) on Latin text, and kept whole in Japanese kana and Thai."""
+  english = corpus_lines("en_botchan.txt", 3000)
+  japanese = ["ひらがなとカタカナで書かれた文章です。", "ガギグゲゴとパピプペポは濁音と半濁音です。",
+              "東京都で働いています。", "がっこうへいきます。"] * 5
+  thai = ["ภาษาไทยไม่ยากเกินไป", "ผมชอบกินข้าวผัดมาก", "วันนี้อากาศดีจังเลย", "น้ำแข็งใส่แก้วนี้"] * 5
+  spm_model = train_vocabulary(tmp_path, "mixed", english + japanese + thai, vocab_size=1000)
+  model = albert_tf.AlbertEncoder(tiny_config(vocab_size=1000))
+  model(model.dummy_inputs())
+  export = export_to_hf(model, str(tmp_path / "hf"), spm_model_file=spm_model)
+  lines = ["Café Zürich, naïve RÉSUMÉ façade.", "a naïve café", "ÉCOLE"] + english[:300] + japanese + thai
+  ours = SentencePieceTokenizer(spm_model)
+  assert ours.encode("café") == ours.encode("cafe") and ours.encode("が") != ours.encode("か")
+  for tokenizer_name, ids in transformers_ids(str(tmp_path / "hf"), lines).items():
+    for line, row in zip(lines, ids):
+      assert row == ours.encode(line), (tokenizer_name, line)
+  assert all(result.rate == 1.0 for result in export.tokenizer_parity.measured[export.tokenizer_parity.chosen.name])
+  # Told keep_accents=false, as trained, transformers decomposes kana and drops the voicing marks.
+  as_trained = export.tokenizer_parity.measured[hf_tokenizer.settings_for(options_lib.TokenizerOptions())[1].name]
+  assert all(result.rate < 1.0 for result in as_trained)
+
+
+def test_cased_model_keeping_accents_exports_as_trained(tmp_path):
+  lines = corpus_lines("en_botchan.txt", 2000) + ["Café Zürich, naïve RÉSUMÉ façade."] * 20
+  spm_model = train_vocabulary(tmp_path, "cased", lines, vocab_size=800, do_lower_case=False, keep_accents=True)
+  model = albert_tf.AlbertEncoder(tiny_config(vocab_size=800))
+  model(model.dummy_inputs())
+  export = export_to_hf(model, str(tmp_path / "hf"), spm_model_file=spm_model)
+  assert export.tokenizer_parity.chosen.keep_accents and not export.tokenizer_parity.chosen.charsmap_prepares_text
+  ours = SentencePieceTokenizer(spm_model, do_lower_case=False, keep_accents=True)
+  probe = ["Café Zürich, naïve RÉSUMÉ façade.", "The CAPITAL of France is [MASK]."] + lines[:200]
+  for tokenizer_name, ids in transformers_ids(str(tmp_path / "hf"), probe).items():
+    assert ids == [ours.encode(line) for line in probe], tokenizer_name
+
+
+@requires_shared(SP8K_MODEL)
+def test_export_tool_warns_loudly_when_no_setting_gives_our_ids(tmp_path):
+  """Python lower-cases a word-final Σ to ς, transformers to σ: measured on --parity_text and reported."""
+  config_file = tmp_path / "albert_config.json"
+  tiny_config(vocab_size=8000).to_json_file(str(config_file))
+  model = albert_tf.AlbertEncoder(tiny_config(vocab_size=8000))
+  model(model.dummy_inputs())
+  save_checkpoint(model, str(tmp_path / "run" / "model.ckpt"))
+  text = tmp_path / "greek.txt"
+  text.write_text("The inscription reads ΑΧΙΛΛΕΥΣ here.\nPlain text.\n", encoding="utf-8")
+  result = run_export_hf(f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
+                         f"--spm_model_file={SP8K_MODEL}", f"--parity_text={text}", f"--output_dir={tmp_path / 'hf'}")
+  assert result.returncode == 0, result.stderr
+  assert "2 --parity_text lines" in result.stdout
+  assert "WARNING: transformers' AlbertTokenizer from this folder gives other ids than albert-tf on 1 of" \
+      in result.stderr, result.stderr
+  assert "ΑΧΙΛΛΕΥΣ" in result.stderr
+  result = run_export_hf(f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
+                         f"--parity_text={text}", f"--output_dir={tmp_path / 'hf2'}")
+  assert result.returncode == 2 and "error: --parity_text checks the tokenizer files" in result.stderr
 
 
 @requires_shared(SP8K_MODEL)

@@ -35,7 +35,7 @@ def records(tmp_path_factory):
   directory = tmp_path_factory.mktemp("records")
   outputs = [str(directory / "train-0.tfrecord"), str(directory / "train-1.tfrecord")]
   pretraining_writer.create_pretraining_data(
-      [os.path.join(SHARED, "corpus", "ko_law.txt")], outputs, pretraining_writer.TokenizerOptions(SP8K_MODEL),
+      [os.path.join(SHARED, "corpus", "ko_law.txt")], outputs, pretraining_writer.TokenizerSpec(SP8K_MODEL),
       InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS), dupe_factor=2, progress=False)
   return outputs
 
@@ -46,7 +46,7 @@ def record_sets(records, tmp_path_factory):
   draws from the three files, in proportion."""
   english = str(tmp_path_factory.mktemp("english") / "train-en.tfrecord")
   pretraining_writer.create_pretraining_data(
-      [os.path.join(SHARED, "corpus", "en_botchan.txt")], [english], pretraining_writer.TokenizerOptions(SP8K_MODEL),
+      [os.path.join(SHARED, "corpus", "en_botchan.txt")], [english], pretraining_writer.TokenizerSpec(SP8K_MODEL),
       InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS), dupe_factor=1, progress=False)
   return records + [english]
 

@@ -8,7 +8,7 @@ import pytest
 
 from albert_tf.data import pretraining_beam
 from albert_tf.data.instances import InstanceOptions
-from albert_tf.data.pretraining_corpus import TokenizerOptions
+from albert_tf.data.pretraining_corpus import TokenizerSpec
 from albert_tf.errors import DataError, InputFileError
 from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
 
@@ -54,7 +54,7 @@ def test_a_non_utf8_file_is_named_with_its_line_and_nothing_is_written(tmp_path)
     with pytest.raises(DataError, match=r"broken\.txt, line 4: not UTF-8 \(invalid start byte b'\\xff' at byte 4 "
                                         r"of the line\)\.$"):
       pretraining_beam.create_pretraining_data_beam(
-          [os.path.join(CORPUS, "ko_law.txt"), str(broken)], [str(output)], TokenizerOptions(SP8K_MODEL),
+          [os.path.join(CORPUS, "ko_law.txt"), str(broken)], [str(output)], TokenizerSpec(SP8K_MODEL),
           InstanceOptions(max_seq_length=64, max_predictions_per_seq=10), dupe_factor=1,
           pipeline_args=["--runner=DirectRunner"] + mode)
     assert os.listdir(output.parent) == []

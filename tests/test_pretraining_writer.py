@@ -27,7 +27,7 @@ def create(tmp_path, input_files, name="out.tfrecord", dupe_factor=2, num_worker
   options.setdefault("max_predictions_per_seq", 20)
   outputs = [str(tmp_path / part) for part in name.split(",")]
   summaries = pd.create_pretraining_data(
-      input_files, outputs, pd.TokenizerOptions(SP8K_MODEL, do_lower_case=False), InstanceOptions(**options),
+      input_files, outputs, pd.TokenizerSpec(SP8K_MODEL, do_lower_case=False), InstanceOptions(**options),
       dupe_factor=dupe_factor, random_seed=seed, num_workers=num_workers, progress=False, **(run_options or {}))
   return summaries["train"], outputs
 
@@ -235,7 +235,7 @@ def test_bad_input_is_reported_and_nothing_is_written(tmp_path):
     create(tmp_path, [good], max_seq_length=7)
   with pytest.raises(ValueError, match=r"has no \[CLS\], \[SEP\], \[MASK\]"):
     pd.create_pretraining_data([good], [str(existing)],
-                               pd.TokenizerOptions(os.path.join(CORPUS, "botchan_en_unigram_1000.model")),
+                               pd.TokenizerSpec(os.path.join(CORPUS, "botchan_en_unigram_1000.model")),
                                InstanceOptions())
   assert existing.read_bytes() == b"previous output"
   assert sorted(os.listdir(tmp_path)) == ["broken.txt", "empty.txt", "out.tfrecord"]
@@ -358,7 +358,7 @@ def test_memory_stays_flat_as_the_corpus_grows(tmp_path):
     tracemalloc.start()
     try:
       summaries = pd.create_pretraining_data(
-          [str(corpus)], [str(tmp_path / f"out{copies}.tfrecord")], pd.TokenizerOptions(SP8K_MODEL),
+          [str(corpus)], [str(tmp_path / f"out{copies}.tfrecord")], pd.TokenizerSpec(SP8K_MODEL),
           InstanceOptions(max_seq_length=128, max_predictions_per_seq=20), dupe_factor=1, memory_bytes=256 * 1024,
           progress=False)
       peaks[copies] = tracemalloc.get_traced_memory()[1], summaries["train"].instances
@@ -445,7 +445,7 @@ def test_held_out_documents_go_to_the_eval_files_with_segments_from_their_own_sp
   assert 0.17 < len(expected_eval) / len(documents) < 0.23
   eval_output = str(directory / "held_out" / "eval.tfrecord")
   summaries = pd.create_pretraining_data(
-      [corpus], [str(directory / "held_out" / "train.tfrecord")], pd.TokenizerOptions(SP8K_MODEL),
+      [corpus], [str(directory / "held_out" / "train.tfrecord")], pd.TokenizerSpec(SP8K_MODEL),
       InstanceOptions(max_seq_length=128, max_predictions_per_seq=20), dupe_factor=2, random_seed=5,
       eval_output_files=[eval_output], eval_fraction=0.2, progress=False)
   assert summaries["eval"].documents == len(expected_eval)

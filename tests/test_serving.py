@@ -16,32 +16,11 @@ from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import PYTHON_WHITESPACE, GraphTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
+from conftest import (REPO, SHARED, SP8K_MODEL, corpus_lines, padded_batch, python_pack, randomize,
+                      requires_shared, tiny_config)
 
 CORPUS = os.path.join(SHARED, "corpus")
 MAX_SEQ_LENGTH = 40
-
-
-def corpus_lines(name, limit=None):
-  with open(os.path.join(CORPUS, name), encoding="utf-8") as reader:
-    lines = [line.rstrip("\n") for line in reader if line.strip()]
-  return lines[:limit]
-
-
-def python_pack(tokenizer, text_a, text_b, max_seq_length):
-  """Google's run_classifier packing with `_truncate_seq_pair`, written out as its loop."""
-  ids_a = tokenizer.encode(text_a)
-  ids_b = tokenizer.encode(text_b) if text_b else []
-  budget = max_seq_length - (3 if ids_b else 2)
-  while len(ids_a) + len(ids_b) > budget:
-    (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
-  ids = [tokenizer.cls_id] + ids_a + [tokenizer.sep_id]
-  types = [0] * len(ids)
-  if ids_b:
-    ids += ids_b + [tokenizer.sep_id]
-    types += [1] * (len(ids_b) + 1)
-  padding = [0] * (max_seq_length - len(ids))
-  return ids + padding, [1] * len(ids) + padding, types + padding
 
 
 def test_whitespace_pattern_is_exactly_what_str_split_splits_on():
@@ -122,7 +101,10 @@ def sample_texts():
 def test_export_writes_a_versioned_directory_with_assets(exported):
   model, path = exported
   assert os.path.basename(path) == "1"
-  assert sorted(os.listdir(os.path.join(path, "assets"))) == ["albert_config.json", "spiece.model"]
+  assert sorted(os.listdir(os.path.join(path, "assets"))) == ["albert_config.json", "spiece.model",
+                                                               "spiece.tokenizer_options.json"]
+  with open(os.path.join(path, "assets", "spiece.tokenizer_options.json"), encoding="utf-8") as reader:
+    assert json.load(reader) == {"do_lower_case": True, "keep_accents": False}
   assert albert_tf.AlbertConfig.from_json_file(os.path.join(path, "assets", "albert_config.json")) == model.config
   assert saved_model.next_version(os.path.dirname(path)) == 2
   with pytest.raises(ValueError, match="already exists"):

@@ -93,7 +93,7 @@ def main(argv):
     disk.start()
     arguments = dict(
         input_files=inputs, output_files=outputs,
-        tokenizer_options=pretraining_writer.TokenizerOptions(FLAGS.spm_model_file, FLAGS.do_lower_case),
+        tokenizer_spec=pretraining_writer.TokenizerSpec(FLAGS.spm_model_file, FLAGS.do_lower_case),
         options=InstanceOptions(max_seq_length=FLAGS.max_seq_length,
                                 max_predictions_per_seq=FLAGS.max_predictions_per_seq),
         dupe_factor=FLAGS.dupe_factor, memory_bytes=FLAGS.shuffle_memory_mb << 20)

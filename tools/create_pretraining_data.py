@@ -13,7 +13,8 @@ pipeline options follow ours:
 
 Flags and defaults are those of Google's create_pretraining_data.py, and so are the features of the
 records; --num_workers, --single_segment_policy, --keep_accents, --eval_output_file, --eval_fraction,
---shuffle_memory_mb and --runner are ours.
+--shuffle_memory_mb and --runner are ours. --do_lower_case and --keep_accents default to what
+train_sentencepiece recorded beside the SentencePiece model.
 """
 
 import os
@@ -25,6 +26,7 @@ from absl import logging
 
 from albert_tf import cli
 from albert_tf.cli import data_flags
+from albert_tf.cli import tokenizer_flags
 from albert_tf.data import pretraining_corpus
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import SINGLE_SEGMENT_POLICIES, InstanceOptions
@@ -39,9 +41,7 @@ flags.DEFINE_string("output_file", None, "Output TFRecord file, or a comma-separ
 flags.DEFINE_string("spm_model_file", None, "The SentencePiece model.")
 flags.DEFINE_string("vocab_file", None, "Accepted for compatibility with Google's commands; the vocabulary "
                     "is read from --spm_model_file.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (uncased models).")
-flags.DEFINE_bool("keep_accents", False, "Keep diacritical marks (Google strips them; other scripts are never "
-                  "altered).")
+tokenizer_flags.define_tokenizer_flags()
 flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
 flags.DEFINE_bool("do_permutation", False, "Also permute a second set of n-grams (Google's experimental option).")
 flags.DEFINE_bool("favor_shorter_ngram", True, "N-gram sizes with probabilities proportional to 1/n.")
@@ -93,10 +93,11 @@ def main(argv):
         expected_predictions)
   if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
     raise InputFileError(f"--vocab_file not found: {FLAGS.vocab_file}")
+  text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
   arguments = dict(
       input_files=expand_input_patterns(FLAGS.input_file), output_files=_paths(FLAGS.output_file),
-      tokenizer_options=pretraining_writer.TokenizerOptions(FLAGS.spm_model_file, FLAGS.do_lower_case,
-                                                            FLAGS.keep_accents),
+      tokenizer_spec=pretraining_writer.TokenizerSpec(FLAGS.spm_model_file, text_options.do_lower_case,
+                                                      text_options.keep_accents),
       options=options, dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
       eval_output_files=_paths(FLAGS.eval_output_file), eval_fraction=FLAGS.eval_fraction,
       memory_bytes=FLAGS.shuffle_memory_mb << 20)

@@ -6,14 +6,20 @@
 The folder loads with `transformers.AlbertForPreTraining.from_pretrained(output_dir)` (or `AlbertModel`,
 `AlbertForMaskedLM`, ...) and, with --spm_model_file, `AlbertTokenizer.from_pretrained(output_dir)`. A
 checkpoint of an encoder alone, or without the sentence-order head, exports as `AlbertModel` or
-`AlbertForMaskedLM`.
+`AlbertForMaskedLM`. The tokenizer options are the ones recorded beside the SentencePiece model; the tokenizer
+files are written the way transformers best reproduces the model's ids, measured and printed (a loud warning
+where some text still gets other ids).
 """
+
+import sys
 
 from absl import flags
 from absl import logging
 
 import albert_tf
 from albert_tf import cli
+from albert_tf.cli import tokenizer_flags
+from albert_tf.errors import OptionError
 from albert_tf.interop import huggingface
 from albert_tf.modeling import checkpoints as checkpoint_lib
 
@@ -23,9 +29,11 @@ flags.DEFINE_string("albert_config_file", None, "The albert_config.json the mode
 flags.DEFINE_string("checkpoint", None,
                     "An albert-tf checkpoint prefix, or a directory meaning its latest checkpoint.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; adds the tokenizer files when given.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the tokenizer lower-cases (Google's default: True).")
-flags.DEFINE_bool("keep_accents", False, "Whether the tokenizer keeps accents (Google strips them).")
+tokenizer_flags.define_tokenizer_flags()
 flags.DEFINE_string("output_dir", None, "Folder to write config.json, model.safetensors and tokenizer files.")
+flags.DEFINE_list("parity_text", [], "Text files (a text a line; the first 20,000 lines of each) on which to "
+                  "check that transformers' tokenizers give the model's own ids, besides the vocabulary's pieces "
+                  "and probe lines in six scripts.")
 
 
 def main(argv):
@@ -33,11 +41,19 @@ def main(argv):
   config = albert_tf.AlbertConfig.from_json_file(FLAGS.albert_config_file)
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
   logging.info("Restored %s", prefix)
-  paths = huggingface.export_to_hf(model, FLAGS.output_dir, spm_model_file=FLAGS.spm_model_file,
-                                   do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents)
+  text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file) if FLAGS.spm_model_file else None
+  if FLAGS.parity_text and not FLAGS.spm_model_file:
+    raise OptionError("--parity_text checks the tokenizer files, which need --spm_model_file.")
+  export = huggingface.export_to_hf(model, FLAGS.output_dir, spm_model_file=FLAGS.spm_model_file,
+                                    tokenizer_options=text_options, parity_text_files=FLAGS.parity_text)
   print(f"Exported {prefix} to the Hugging Face folder {FLAGS.output_dir}:")
-  for name in sorted(paths):
-    print(f"  {paths[name]}")
+  for name in sorted(export.paths):
+    print(f"  {export.paths[name]}")
+  if export.tokenizer_parity is not None:
+    print("\n".join(export.tokenizer_parity.lines()))
+    warning = export.tokenizer_parity.warning()
+    if warning:
+      print(warning, file=sys.stderr)
 
 
 def run():

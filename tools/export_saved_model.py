@@ -16,6 +16,8 @@ from albert_tf import cli  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the SentencePiece op for loading)
 
+from albert_tf.cli import tokenizer_flags
+
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
@@ -26,8 +28,7 @@ flags.DEFINE_string("albert_config_file", None, "The albert_config.json the mode
 flags.DEFINE_string("checkpoint", None,
                     "An albert-tf checkpoint prefix, or a directory meaning its latest checkpoint.")
 flags.DEFINE_string("spm_model_file", None, "The SentencePiece model the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the tokenizer lower-cases (Google's default: True).")
-flags.DEFINE_bool("keep_accents", False, "Whether the tokenizer keeps accents (Google strips them).")
+tokenizer_flags.define_tokenizer_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Length that text inputs are packed and padded to.")
 flags.DEFINE_integer("fill_mask_top_k", 5, "Candidates that fill_mask returns at each [MASK].")
 flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>.")

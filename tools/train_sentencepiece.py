@@ -5,9 +5,9 @@
 
 writes vocab/spiece.model and vocab/spiece.vocab with ids 0-4 `<pad> <unk> [CLS] [SEP] [MASK]`. The input
 is Google's pretraining text (one sentence per line, a blank line between documents), lower-cased and
-accent-stripped here exactly as the tokenizer will: pass the same --do_lower_case and --keep_accents to
-training and to every later tool. --verbosity=1 also shows SentencePiece's own log (its options, its
-progress).
+accent-stripped here exactly as the tokenizer will. --do_lower_case and --keep_accents are recorded in
+vocab/spiece.tokenizer_options.json, where every later tool reads them. --verbosity=1 also shows
+SentencePiece's own log (its options, its progress).
 """
 
 import os
@@ -16,6 +16,7 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.text import sentencepiece_training
+from albert_tf.text import tokenizer_options
 
 FLAGS = flags.FLAGS
 
@@ -43,7 +44,8 @@ def main(argv):
       do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
       input_sentence_size=FLAGS.input_sentence_size, user_defined_symbols=FLAGS.user_defined_symbols,
       num_threads=FLAGS.num_threads, verbose=cli.SHOW_LIBRARY_LOGS)
-  print(f"Wrote {model_path} and {os.path.splitext(model_path)[0]}.vocab")
+  stem = os.path.splitext(model_path)[0]
+  print(f"Wrote {model_path}, {stem}.vocab and {tokenizer_options.options_file(model_path)}")
 
 
 def run():

@@ -24,6 +24,7 @@ from albert_tf.interop import huggingface
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
 from albert_tf.text import sentencepiece_training
+from albert_tf.text import tokenizer_options
 from albert_tf.training import distribution
 from albert_tf.training import pretraining
 from albert_tf.training import run_directory
@@ -57,17 +58,18 @@ def main(argv):
   print("\n".join(corpus))
 
   _step("2/6 SentencePiece vocabulary")
-  # keep_accents everywhere: transformers 5 rebuilds Hangul into jamo otherwise (see BUILD_NOTES.md).
+  # Google's options (lower-cased, accents stripped), recorded beside the model for every later step.
   spm_model = sentencepiece_training.train_sentencepiece(corpus, os.path.join(out, "spm", "sample"),
-                                        vocab_size=FLAGS.vocab_size, character_coverage=1.0, keep_accents=True)
-  print(f"{spm_model}")
+                                                         vocab_size=FLAGS.vocab_size, character_coverage=1.0)
+  text_options = tokenizer_options.read_options(spm_model)
+  print(f"{spm_model} ({text_options.as_flags()}, in {tokenizer_options.options_file(spm_model)})")
 
   _step("3/6 Pretraining data: sentence-order pairs with n-gram masking, globally shuffled")
   options = InstanceOptions(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS)
-  tokenizer_options = pretraining_writer.TokenizerOptions(spm_model, do_lower_case=True, keep_accents=True)
+  tokenizer_spec = pretraining_writer.TokenizerSpec(spm_model, text_options.do_lower_case, text_options.keep_accents)
   records = {name: os.path.join(out, "data", f"{name}.tfrecord") for name in ("train", "eval")}
   summaries = pretraining_writer.create_pretraining_data(
-      corpus, [records["train"]], tokenizer_options, options, dupe_factor=10, num_workers=os.cpu_count() or 1,
+      corpus, [records["train"]], tokenizer_spec, options, dupe_factor=10, num_workers=os.cpu_count() or 1,
       eval_output_files=[records["eval"]], eval_fraction=EVAL_FRACTION, progress=False)
   for name, summary in summaries.items():
     print(f"{name}: " + "; ".join(summary.lines()[:1] + summary.lines()[3:4]))
@@ -93,12 +95,13 @@ def main(argv):
 
   _step("5/6 Hugging Face model folder")
   hf_dir = os.path.join(out, "hf_model")
-  huggingface.export_to_hf(run.model, hf_dir, spm_model_file=spm_model, do_lower_case=True, keep_accents=True)
+  export = huggingface.export_to_hf(run.model, hf_dir, spm_model_file=spm_model)
   print(f"{hf_dir}: transformers.AlbertForPreTraining.from_pretrained({hf_dir!r}) loads it")
+  print("\n".join(export.tokenizer_parity.lines()))
 
   _step("6/6 SavedModel for TF Serving (raw text in, tokenized in the graph)")
   export_path = saved_model.export_saved_model(run.model, os.path.join(out, "saved_model"), spm_model,
-                                           MAX_SEQ_LENGTH, do_lower_case=True, keep_accents=True)
+                                               MAX_SEQ_LENGTH)
   loaded = tf.saved_model.load(export_path)
   print(f"{export_path}: signatures {', '.join(sorted(loaded.signatures.keys()))}")
   filled = loaded.signatures["fill_mask"](text=tf.constant(FILL_MASK_EXAMPLES))

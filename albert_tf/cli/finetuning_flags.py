@@ -4,9 +4,12 @@ Names and defaults are those of Google's `run_classifier.py` where it has the fl
 describe a user's own TSV files for `--task_name=tsv`.
 """
 
+import dataclasses
+
 from absl import flags
 
 from albert_tf.cli import strategy_flags
+from albert_tf.cli import tokenizer_flags
 from albert_tf.data import tasks
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.training import finetuning
@@ -29,8 +32,7 @@ def define_flags():
   flags.DEFINE_string("spm_model_file", None, "The SentencePiece model of the pretrained model.")
   flags.DEFINE_string("init_checkpoint", None, "The pretrained model to start from (its encoder): an albert-tf "
                       "checkpoint or directory, or one converted from Google or Hugging Face.")
-  flags.DEFINE_bool("do_lower_case", True, "Whether the tokenizer lower-cases (Google's default: True).")
-  flags.DEFINE_bool("keep_accents", False, "Whether the tokenizer keeps accents (Google strips them).")
+  tokenizer_flags.define_tokenizer_flags()
   flags.DEFINE_integer("max_seq_length", 512, "Packed sequence length; longer texts are cut.")
   flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
   flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on the dev split and keep the best.")
@@ -94,7 +96,8 @@ def options_from_flags() -> finetuning.FineTuningOptions:
   return finetuning.FineTuningOptions(
       data_dir=FLAGS.data_dir, output_dir=FLAGS.output_dir,
       albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file), spm_model_file=FLAGS.spm_model_file,
-      init_checkpoint=FLAGS.init_checkpoint, do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
+      init_checkpoint=FLAGS.init_checkpoint, **dataclasses.asdict(tokenizer_flags.options_from_flags(
+          FLAGS.spm_model_file)),
       max_seq_length=FLAGS.max_seq_length, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
       do_predict=FLAGS.do_predict, train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
       predict_batch_size=FLAGS.predict_batch_size, optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate,

@@ -28,7 +28,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
 from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
-                                               TokenizerOptions)
+                                               TokenizerSpec)
 from albert_tf.errors import AlbertError, DataError, InputFileError
 from albert_tf.files import file_size
 
@@ -85,10 +85,10 @@ class _WithMaker(beam.DoFn):
   """A DoFn that builds the tokenizer and `InstanceMaker` once per worker, from the model's bytes (workers of a
   distributed runner cannot read the launching machine's files)."""
 
-  def __init__(self, model_bytes: bytes, tokenizer_options: TokenizerOptions, options: InstanceOptions,
+  def __init__(self, model_bytes: bytes, tokenizer_spec: TokenizerSpec, options: InstanceOptions,
                random_seed: int):
     self._model_bytes = model_bytes
-    self._tokenizer_options = tokenizer_options
+    self._tokenizer_options = tokenizer_spec
     self._options = options
     self._seed = random_seed
     self.maker = None
@@ -206,7 +206,7 @@ def _worker_error(error: Exception) -> Optional[AlbertError]:
 
 
 def create_pretraining_data_beam(input_files: Sequence[str], output_files: Sequence[str],
-                                 tokenizer_options: TokenizerOptions, options: InstanceOptions,
+                                 tokenizer_spec: TokenizerSpec, options: InstanceOptions,
                                  dupe_factor: int = 40, random_seed: int = 12345,
                                  eval_output_files: Sequence[str] = (), eval_fraction: float = 0.0,
                                  memory_bytes: int = 1 << 30,
@@ -214,7 +214,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
   """Writes the records `pretraining_writer.create_pretraining_data` writes, with an Apache Beam pipeline.
 
   Args:
-    input_files, output_files, tokenizer_options, options, dupe_factor, random_seed, eval_output_files,
+    input_files, output_files, tokenizer_spec, options, dupe_factor, random_seed, eval_output_files,
       eval_fraction: as for `pretraining_writer.create_pretraining_data`; paths may be local or gs://
       (every worker must reach them).
     memory_bytes: about the most bytes of records one worker holds: one shuffle bucket.
@@ -227,7 +227,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
     As `create_pretraining_data`; a worker's DataError (non-UTF-8 input, naming file and line) is raised here.
   """
   model_bytes = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
-                                             dupe_factor, tokenizer_options)
+                                             dupe_factor, tokenizer_spec)
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
   output_dirs = sorted({path.rsplit("/", 1)[0] if "/" in path else "." for paths in shards.values()
@@ -239,7 +239,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   gfile.makedirs(work_dir)
   partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
-  maker_args = (model_bytes, tokenizer_options, options, random_seed)
+  maker_args = (model_bytes, tokenizer_spec, options, random_seed)
   input_bytes = sum(file_size(path) for path in input_files)
   # Buckets: ranges of shuffle keys small enough for one worker's memory (about 2 bytes of text a token).
   bits = pretraining_corpus.bucket_bits(

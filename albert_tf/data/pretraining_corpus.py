@@ -48,7 +48,9 @@ class CorpusError(DataError):
 
 
 @dataclasses.dataclass(frozen=True)
-class TokenizerOptions:
+class TokenizerSpec:
+  """The tokenizer of a data run: its SentencePiece model and how text is prepared for it."""
+
   spm_model_file: str
   do_lower_case: bool = True
   keep_accents: bool = False
@@ -250,14 +252,14 @@ def remove_stale_work(directories: Sequence[str]):
         os.remove(path)
 
 
-def tokenizer_of(tokenizer_options: TokenizerOptions, model_proto: bytes) -> SentencePieceTokenizer:
+def tokenizer_of(tokenizer_spec: TokenizerSpec, model_proto: bytes) -> SentencePieceTokenizer:
   """The run's tokenizer, from the SentencePiece model's bytes: workers need not see the model's file."""
-  return SentencePieceTokenizer(tokenizer_options.spm_model_file, tokenizer_options.do_lower_case,
-                                tokenizer_options.keep_accents, model_proto=model_proto)
+  return SentencePieceTokenizer(tokenizer_spec.spm_model_file, tokenizer_spec.do_lower_case,
+                                tokenizer_spec.keep_accents, model_proto=model_proto)
 
 
 def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_output_files: Sequence[str],
-              eval_fraction: float, dupe_factor: int, tokenizer_options: TokenizerOptions) -> bytes:
+              eval_fraction: float, dupe_factor: int, tokenizer_spec: TokenizerSpec) -> bytes:
   """Checks what both engines check before any work: inputs, outputs, the held-out share, the vocabulary.
 
   Returns:
@@ -286,8 +288,8 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
                       "and the files they are written to.")
   if dupe_factor < 1:
     raise OptionError(f"--dupe_factor must be at least 1, got {dupe_factor}.")
-  if not file_exists(tokenizer_options.spm_model_file):
-    raise InputFileError(f"SentencePiece model not found: {tokenizer_options.spm_model_file}")
-  model_proto = read_bytes(tokenizer_options.spm_model_file)
-  tokenizer_of(tokenizer_options, model_proto)  # a bad model fails here, before any work
+  if not file_exists(tokenizer_spec.spm_model_file):
+    raise InputFileError(f"SentencePiece model not found: {tokenizer_spec.spm_model_file}")
+  model_proto = read_bytes(tokenizer_spec.spm_model_file)
+  tokenizer_of(tokenizer_spec, model_proto)  # a bad model fails here, before any work
   return model_proto

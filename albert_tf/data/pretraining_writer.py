@@ -36,11 +36,11 @@ from albert_tf.data import pretraining_corpus
 from albert_tf.data.external_shuffle import ShuffleBuckets, encode_by_bucket
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
 from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
-                                               TokenizerOptions)
+                                               TokenizerSpec)
 from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
 from albert_tf.errors import OptionError, OutputError
 
-__all__ = ["CorpusError", "DataSummary", "TokenizerOptions", "create_pretraining_data"]
+__all__ = ["CorpusError", "DataSummary", "TokenizerSpec", "create_pretraining_data"]
 
 # A block of text closes once it holds this much text (or this many documents): the unit of tokenizing work.
 BLOCK_CHARACTERS = 256 * 1024
@@ -55,12 +55,12 @@ DEFAULT_MEMORY_BYTES = 1 << 30
 _worker = {}
 
 
-def _init_worker(tokenizer_options: TokenizerOptions, model_proto: bytes, options: InstanceOptions,
+def _init_worker(tokenizer_spec: TokenizerSpec, model_proto: bytes, options: InstanceOptions,
                  random_seed: int, work_dir: str, in_pool: bool):
   if in_pool:
     # Ctrl-C reaches the whole process group: the main process stops the pool and cleans up; workers stay quiet.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-  tokenizer = pretraining_corpus.tokenizer_of(tokenizer_options, model_proto)
+  tokenizer = pretraining_corpus.tokenizer_of(tokenizer_spec, model_proto)
   _worker.update(maker=InstanceMaker(tokenizer, options, random_seed), work_dir=work_dir, stores={})
 
 
@@ -200,7 +200,7 @@ def _text_blocks(input_files: Sequence[str], random_seed: int,
 
 
 def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
-                            tokenizer_options: TokenizerOptions, options: InstanceOptions,
+                            tokenizer_spec: TokenizerSpec, options: InstanceOptions,
                             dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
                             eval_output_files: Sequence[str] = (), eval_fraction: float = 0.0,
                             memory_bytes: int = DEFAULT_MEMORY_BYTES, progress: bool = True) -> Dict[str, DataSummary]:
@@ -209,7 +209,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
   Args:
     input_files: text files in Google's format (one sentence per line, blank line between documents).
     output_files: TFRecord shards; records are dealt to them round-robin after the global shuffle.
-    tokenizer_options: the SentencePiece model and its text options.
+    tokenizer_spec: the SentencePiece model and its text options.
     options: the instance flags (Google's names and defaults).
     dupe_factor: passes over the corpus, each with fresh random masks and pairs.
     random_seed: the same seed and flags give byte-identical files, whatever `num_workers` and `memory_bytes`.
@@ -230,7 +230,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     OutputError: an output that cannot be written (a full disk); nothing is left behind.
   """
   model_proto = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
-                                             dupe_factor, tokenizer_options)
+                                             dupe_factor, tokenizer_spec)
   if num_workers < 1 or memory_bytes < 1:
     raise OptionError("--num_workers and the shuffle memory budget must be positive.")
   if any("://" in path for path in list(output_files) + list(eval_output_files)):
@@ -246,7 +246,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   os.makedirs(work_dir)
   partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
-  init_args = (tokenizer_options, model_proto, options, random_seed, work_dir)
+  init_args = (tokenizer_spec, model_proto, options, random_seed, work_dir)
   pool = None
   try:
     if num_workers > 1:

@@ -25,6 +25,7 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.checkpoints import CHECKPOINT_NAME, CheckpointMismatchError
 from albert_tf.modeling.config import CONFIG_FILE, GOOGLE_LEGACY_KEYS, AlbertConfig, AlbertConfigError
 from albert_tf.modeling.encoder import LAYER_NORM_EPSILON
+from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 SOURCE_FORMATS = ("google", "hf")
@@ -49,7 +50,8 @@ class Conversion:
     ignored: source tensors left out by design, counted by reason.
     notes: what the user should know about the result.
     spm_model_file: the SentencePiece model to copy beside the checkpoint, if any.
-    tokenizer_options: `do_lower_case` and `keep_accents` from a Hugging Face `tokenizer_config.json`.
+    tokenizer_options: the options the vocabulary was trained with, recorded beside the copied model.
+    tokenizer_options_source: where they come from, for the summary.
   """
 
   source: str
@@ -58,7 +60,8 @@ class Conversion:
   ignored: Dict[str, int]
   notes: List[str] = dataclasses.field(default_factory=list)
   spm_model_file: Optional[str] = None
-  tokenizer_options: Dict[str, bool] = dataclasses.field(default_factory=dict)
+  tokenizer_options: options_lib.TokenizerOptions = options_lib.TokenizerOptions()
+  tokenizer_options_source: str = "Google's defaults"
 
   @property
   def parts(self) -> List[str]:
@@ -153,8 +156,9 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
       lambda name: reader.get_tensor(source_name[name]), prefix,
       f"Does {config_file} match the checkpoint? Fine-tuned task heads (e.g. output_weights, cls/squad) "
       "have no place in an ALBERT pretraining model.")
-  return Conversion(prefix, model, num_tensors, ignored,
-                    spm_model_file=spm_model_file or _single_spm_model(directory))
+  spm_model_file = spm_model_file or _single_spm_model(directory)
+  return Conversion(prefix, model, num_tensors, ignored, spm_model_file=spm_model_file,
+                    **_recorded_tokenizer_options(spm_model_file))
 
 
 def _single_spm_model(directory: str) -> Optional[str]:
@@ -221,9 +225,9 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
       f"Does {config_file} belong to these weights? Task heads (e.g. classifier, qa_outputs) have no place "
       "in an ALBERT pretraining model.", problems)
   spm_in_folder = os.path.join(folder, SPM_FILE)
-  return Conversion(folder, model, num_tensors, ignored, notes,
-                    spm_model_file or (spm_in_folder if os.path.isfile(spm_in_folder) else None),
-                    _hf_tokenizer_options(folder))
+  spm_model_file = spm_model_file or (spm_in_folder if os.path.isfile(spm_in_folder) else None)
+  return Conversion(folder, model, num_tensors, ignored, notes, spm_model_file,
+                    **(_recorded_tokenizer_options(spm_model_file) or _hf_tokenizer_options(folder)))
 
 
 def _config_from_hf(values: Dict, path: str) -> AlbertConfig:
@@ -291,13 +295,23 @@ def _drop_identity_projection(tensors: Dict[str, np.ndarray], projection: str, h
           "this one is not (a model trained in Hugging Face with E == H computes something else)."]
 
 
-def _hf_tokenizer_options(folder: str) -> Dict[str, bool]:
+def _recorded_tokenizer_options(spm_model_file: Optional[str]) -> Dict:
+  """`Conversion`'s tokenizer fields from the record beside `spm_model_file`; empty when there is none."""
+  recorded = options_lib.read_options(spm_model_file) if spm_model_file else None
+  if recorded is None:
+    return {}
+  return {"tokenizer_options": recorded, "tokenizer_options_source": options_lib.options_source(spm_model_file)}
+
+
+def _hf_tokenizer_options(folder: str) -> Dict:
+  """The options a Hugging Face folder's `tokenizer_config.json` sets, over transformers' defaults (Google's)."""
   path = os.path.join(folder, "tokenizer_config.json")
   if not os.path.isfile(path):
-    return {}
+    return {"tokenizer_options_source": "transformers' defaults (no tokenizer_config.json)"}
   with open(path, encoding="utf-8") as reader:
     values = json.load(reader)
-  return {name: values[name] for name in ("do_lower_case", "keep_accents") if name in values}
+  given = {name: values[name] for name in ("do_lower_case", "keep_accents") if isinstance(values.get(name), bool)}
+  return {"tokenizer_options": options_lib.TokenizerOptions(**given), "tokenizer_options_source": path}
 
 
 # --- Writing -----------------------------------------------------------------------------------------------
@@ -324,6 +338,8 @@ def write_conversion(conversion: Conversion, output_dir: str) -> Dict[str, str]:
   if conversion.spm_model_file:
     paths[SPM_FILE] = os.path.join(output_dir, SPM_FILE)
     shutil.copyfile(conversion.spm_model_file, paths[SPM_FILE])
+    options_file = options_lib.write_options(paths[SPM_FILE], conversion.tokenizer_options)
+    paths[os.path.basename(options_file)] = options_file
   return paths
 
 
@@ -357,12 +373,10 @@ def summary(conversion: Conversion, paths: Dict[str, str]) -> str:
   if ignored:
     lines.append(f"Ignored: {', '.join(ignored)}.")
   lines += conversion.notes
-  if conversion.tokenizer_options:
-    options = " ".join(f"--{name}={str(value).lower()}"
-                       for name, value in conversion.tokenizer_options.items())
-    lines.append(f"tokenizer_config.json says {options}: pass the same to tools/export_hf.py and "
-                 "tools/export_saved_model.py.")
-  if not conversion.spm_model_file:
+  if conversion.spm_model_file:
+    lines.append(f"Tokenizer options {conversion.tokenizer_options.as_flags()} (from "
+                 f"{conversion.tokenizer_options_source}), recorded beside {SPM_FILE} for the other tools.")
+  else:
     lines.append("No SentencePiece model was found or given (--spm_model_file), so none was copied.")
   lines.append("Wrote:")
   lines += [f"  {paths[name]}" for name in sorted(paths)]

@@ -6,20 +6,20 @@ written straight from our variables through `weight_names`, never through Huggin
 which logs unmatched names and leaves those weights random.
 """
 
-import base64
+import dataclasses
 import json
 import os
-import shutil
 import struct
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from albert_tf.errors import DataError
+from albert_tf.errors import DataError, InputFileError
+from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.text.tokenizer import (DIACRITICAL_MARKS, SPECIAL_TOKENS, SentencePieceTokenizer,
-                                      google_segmentation_model)
+from albert_tf.text import tokenizer_options as options_lib
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 # Our activation names -> Hugging Face's (its "gelu" is the exact erf form; Google's is "gelu_new").
 _HF_ACTIVATION = {"gelu": "gelu_new", "gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_pytorch_tanh",
@@ -103,94 +103,6 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
   return tensors
 
 
-def _special_token(content: str) -> Dict:
-  # Hugging Face's [MASK] strips the space before it; all are matched before normalisation.
-  return {"content": content, "lstrip": content == "[MASK]", "normalized": False, "rstrip": False,
-          "single_word": False, "special": True}
-
-
-def tokenizer_json(spm_model_file: str, do_lower_case: bool, keep_accents: bool) -> Dict:
-  """A `tokenizers` definition that gives exactly `SentencePieceTokenizer`'s ids.
-
-  transformers 5 builds its tokenizer from this file when present. Converting `spiece.model` on the fly
-  instead would split words before the unigram model (so user-defined symbols such as "(" segment unlike
-  SentencePiece) and strip every combining mark (so NFKD-decomposed Hangul becomes <unk>). Here the
-  normaliser is ours, step for step, and the unigram model sees whole text as SentencePiece does.
-  """
-  proto = google_segmentation_model(spm_model_file)
-  vocab = [[piece.piece, piece.score] for piece in proto.pieces]
-  unk_id = next(i for i, piece in enumerate(proto.pieces) if piece.type == piece.UNKNOWN)
-  normalizers = [
-      {"type": "Strip", "strip_left": True, "strip_right": True},
-      {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "},
-      {"type": "Replace", "pattern": {"String": "``"}, "content": '"'},
-      {"type": "Replace", "pattern": {"String": "''"}, "content": '"'},
-  ]
-  if not keep_accents:
-    normalizers += [{"type": "NFKD"}, {"type": "Replace", "pattern": {"Regex": DIACRITICAL_MARKS}, "content": ""},
-                    {"type": "NFC"}]
-  if do_lower_case:
-    normalizers.append({"type": "Lowercase"})
-  charsmap = proto.normalizer_spec.precompiled_charsmap
-  if charsmap:
-    normalizers.append({"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()})
-  normalizers += [{"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
-                  {"type": "Strip", "strip_left": True, "strip_right": True}]
-  ids = {token: i for i, piece in enumerate(proto.pieces) for token in (piece.piece,) if token in SPECIAL_TOKENS}
-
-  def template(*parts):
-    return [{"SpecialToken": {"id": part, "type_id": type_id}} if part.startswith("[") else
-            {"Sequence": {"id": part, "type_id": type_id}} for part, type_id in parts]
-
-  return {
-      "version": "1.0",
-      "truncation": None,
-      "padding": None,
-      "added_tokens": [dict(_special_token(token), id=ids[token]) for token in SPECIAL_TOKENS],
-      "normalizer": {"type": "Sequence", "normalizers": normalizers},
-      "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": False},
-      "post_processor": {
-          "type": "TemplateProcessing",
-          "single": template(("[CLS]", 0), ("A", 0), ("[SEP]", 0)),
-          "pair": template(("[CLS]", 0), ("A", 0), ("[SEP]", 0), ("B", 1), ("[SEP]", 1)),
-          "special_tokens": {token: {"id": token, "ids": [ids[token]], "tokens": [token]}
-                             for token in ("[CLS]", "[SEP]")},
-      },
-      "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
-      "model": {"type": "Unigram", "unk_id": unk_id, "vocab": vocab, "byte_fallback": False},
-  }
-
-
-def _write_json(path: str, values: Dict, sort_keys: bool = False):
-  with open(path, "w", encoding="utf-8") as writer:
-    json.dump(values, writer, indent=2, ensure_ascii=False, sort_keys=sort_keys)
-    writer.write("\n")
-
-
-def _tokenizer_files(spm_model_file: str, output_dir: str, do_lower_case: bool, keep_accents: bool,
-                     model_max_length: int):
-  """`spiece.model`, `tokenizer.json`, `tokenizer_config.json` and `special_tokens_map.json`."""
-  shutil.copyfile(spm_model_file, os.path.join(output_dir, "spiece.model"))
-  tokenizer = tokenizer_json(spm_model_file, do_lower_case, keep_accents)
-  _write_json(os.path.join(output_dir, "tokenizer.json"), tokenizer)
-  tokenizer_config = {
-      "added_tokens_decoder": {str(token["id"]): {k: v for k, v in token.items() if k != "id"}
-                               for token in tokenizer["added_tokens"]},
-      "bos_token": "[CLS]", "cls_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
-      "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "[MASK]",
-      "do_lower_case": do_lower_case, "keep_accents": keep_accents, "remove_space": True,
-      "sp_model_kwargs": {}, "model_max_length": model_max_length, "clean_up_tokenization_spaces": False,
-      "tokenizer_class": "AlbertTokenizer",
-  }
-  special_tokens_map = {
-      "bos_token": "[CLS]", "cls_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
-      "unk_token": "<unk>", "pad_token": "<pad>",
-      "mask_token": {k: v for k, v in _special_token("[MASK]").items() if k != "special"},
-  }
-  _write_json(os.path.join(output_dir, "tokenizer_config.json"), tokenizer_config)
-  _write_json(os.path.join(output_dir, "special_tokens_map.json"), special_tokens_map)
-
-
 def _architecture_config(model) -> Dict:
   """The transformers class of `model`, and a classifier's labels, for `config.json`."""
   if getattr(model, "classifier_head", None) is not None:
@@ -205,8 +117,22 @@ def _architecture_config(model) -> Dict:
   return {"architectures": ["AlbertForMaskedLM" if model.sentence_order_head is None else "AlbertForPreTraining"]}
 
 
-def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None, do_lower_case: bool = True,
-                 keep_accents: bool = False) -> Dict[str, str]:
+@dataclasses.dataclass
+class HfExport:
+  """What `export_to_hf` wrote.
+
+  Attributes:
+    paths: the files written, by file name.
+    tokenizer_parity: how well transformers reproduces our ids from the tokenizer files (None without them).
+  """
+
+  paths: Dict[str, str]
+  tokenizer_parity: Optional[hf_tokenizer.ParityReport] = None
+
+
+def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
+                 tokenizer_options: Optional[options_lib.TokenizerOptions] = None,
+                 parity_text_files: Sequence[str] = ()) -> HfExport:
   """Writes a Hugging Face folder for a built `AlbertPretrainer` (with or without its SOP head), encoder,
   `AlbertClassifier` (`AlbertForSequenceClassification`, with its labels) or `AlbertSentenceEncoder` (its encoder).
 
@@ -214,22 +140,25 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None, d
     model: the model, with its weights restored.
     output_dir: created if needed; existing files of the same names are replaced.
     spm_model_file: the SentencePiece model; adds the tokenizer files when given.
-    do_lower_case, keep_accents: the tokenizer options the model was trained with.
-
-  Returns:
-    The paths written, by file name.
+    tokenizer_options: the options the model was trained with; default: what is recorded beside
+      `spm_model_file` (see `albert_tf.text.tokenizer_options`).
+    parity_text_files: text files (a line a text) to measure tokenizer parity on, besides the vocabulary's
+      pieces and probe lines; see `hf_tokenizer.write_measured_tokenizer_files`.
   """
   if spm_model_file:
     SentencePieceTokenizer(spm_model_file)  # fails on a bad model before anything is written
+    tokenizer_options = tokenizer_options or options_lib.resolve_options(spm_model_file)
+    for path in parity_text_files:
+      if not os.path.isfile(path):
+        raise InputFileError(f"--parity_text file not found: {path}")
   encoder = getattr(model, "encoder", model)
   os.makedirs(output_dir, exist_ok=True)
   paths = {name: os.path.join(output_dir, name) for name in ("config.json", "model.safetensors")}
   config = dict(hf_config_dict(encoder.config), **_architecture_config(model))
-  _write_json(paths["config.json"], config, sort_keys=True)
+  hf_tokenizer.write_json(paths["config.json"], config, sort_keys=True)
   write_safetensors(paths["model.safetensors"], hf_state_dict(model), metadata={"format": "pt"})
-  if spm_model_file:
-    _tokenizer_files(spm_model_file, output_dir, do_lower_case, keep_accents,
-                     encoder.config.max_position_embeddings)
-    for name in ("spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-      paths[name] = os.path.join(output_dir, name)
-  return paths
+  if not spm_model_file:
+    return HfExport(paths)
+  tokenizer_paths, report = hf_tokenizer.write_measured_tokenizer_files(
+      spm_model_file, output_dir, tokenizer_options, encoder.config.max_position_embeddings, parity_text_files)
+  return HfExport(dict(paths, **tokenizer_paths), report)

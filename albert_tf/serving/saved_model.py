@@ -17,7 +17,8 @@ A fine-tuned `AlbertClassifier` exports `classify_text` (`text_a`) and `classify
 score) for a regression; its `serving_default` classifies ids the same way, as Google's export did.
 
 Loading needs only TensorFlow and `import tensorflow_text` (for the SentencePiece op), not albert-tf.
-The config and SentencePiece model travel along as `assets/albert_config.json` and `assets/spiece.model`.
+The config, the SentencePiece model and its tokenizer options travel along as `assets/albert_config.json`,
+`assets/spiece.model` and `assets/spiece.tokenizer_options.json`.
 """
 
 import os
@@ -30,6 +31,7 @@ import tensorflow as tf
 from albert_tf.errors import OptionError
 from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.layers.pooling import MeanPooling
+from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
 
 _TEXT = tf.TensorSpec([None], tf.string)
@@ -166,8 +168,8 @@ def next_version(export_dir: str) -> int:
 
 
 def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
-                       do_lower_case: bool = True, keep_accents: bool = False, fill_mask_top_k: int = 5,
-                       version: Optional[int] = None) -> str:
+                       do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None,
+                       fill_mask_top_k: int = 5, version: Optional[int] = None) -> str:
   """Writes a SavedModel of a restored model to `<export_dir>/<version>` and returns that path.
 
   The version directory appears whole or not at all: the model is saved beside it and renamed into place.
@@ -179,7 +181,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     export_dir: the model's base directory, as TF Serving's `--model_base_path`.
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: the length text inputs are packed to (at most `max_position_embeddings`).
-    do_lower_case, keep_accents: the tokenizer options the model was trained with.
+    do_lower_case, keep_accents: the tokenizer options the model was trained with; None: what is recorded
+      beside `spm_model_file` (see `albert_tf.text.tokenizer_options`), which a given value must agree with.
     fill_mask_top_k: candidates per mask in `fill_mask`.
     version: the version number; default one more than the highest present.
 
@@ -190,7 +193,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
   if not 3 <= max_seq_length <= config.max_position_embeddings:
     raise OptionError(f"--max_seq_length={max_seq_length} must be between 3 ([CLS] a [SEP]) and the "
                      f"model's max_position_embeddings={config.max_position_embeddings}.")
-  tokenizer = tokenizer_for_model(config, spm_model_file, do_lower_case, keep_accents)
+  options = tokenizer_options.resolve_options(spm_model_file, do_lower_case, keep_accents)
+  tokenizer = tokenizer_for_model(config, spm_model_file, options.do_lower_case, options.keep_accents)
   if not 1 <= fill_mask_top_k <= config.vocab_size:
     raise OptionError(f"fill_mask_top_k={fill_mask_top_k} must be between 1 and vocab_size={config.vocab_size}.")
   version = next_version(export_dir) if version is None else version
@@ -206,7 +210,9 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     config.to_json_file(config_file)
     spiece_file = os.path.join(asset_dir, "spiece.model")
     shutil.copyfile(spm_model_file, spiece_file)
-    asset_files = {"albert_config.json": config_file, "spiece.model": spiece_file}
+    options_file = tokenizer_options.write_options(spiece_file, options)
+    asset_files = {"albert_config.json": config_file, "spiece.model": spiece_file,
+                   os.path.basename(options_file): options_file}
     if isinstance(model, AlbertClassifier):
       module = AlbertClassifierServingModule(model, tokenizer, max_seq_length, asset_files)
     else:

@@ -76,8 +76,11 @@ class GraphTokenizer(tf.Module):
     chunk_ids = tf.concat([tf.cast(text_ids, tf.int32), special_ids], axis=1)
     return chunks.with_flat_values(chunk_ids).merge_dims(1, 2)
 
-  def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor, max_seq_length: int):
+  def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor, max_seq_length):
     """`[CLS] a [SEP] b [SEP]` (or `[CLS] a [SEP]` where b is empty), padded to `max_seq_length`.
+
+    `max_seq_length` is a Python int (the outputs then have that static width) or a scalar int32 tensor (as
+    TF Hub's `bert_pack_inputs(..., seq_length)` passes it; the width is then dynamic).
 
     Pairs that are too long are cut as Google's `_truncate_seq_pair` cuts them: tokens come off the end
     of the longer segment (b on a tie) until the pair fits.
@@ -95,7 +98,7 @@ class GraphTokenizer(tf.Module):
 
     # Dense ops only (a few dozen, where ragged concatenation takes a thousand): each position reads from
     # the segment it falls in. Rows of a and b longer than the sequence are cut by `to_tensor` first.
-    shape = [None, max_seq_length]
+    shape = [None, max_seq_length] if isinstance(max_seq_length, int) else tf.stack([-1, max_seq_length])
     dense_a = ids_a.to_tensor(self.pad_id, shape=shape)
     dense_b = ids_b.to_tensor(self.pad_id, shape=shape)
     positions = tf.range(max_seq_length)[tf.newaxis, :]

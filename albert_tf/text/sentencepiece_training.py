@@ -19,6 +19,7 @@ import sentencepiece as spm
 from albert_tf.errors import DataError, OptionError
 from albert_tf.files import expand_input_patterns
 from albert_tf.files import read_utf8_lines
+from albert_tf.text import tokenizer_options
 from albert_tf.text.tokenizer import SPECIAL_TOKENS, preprocess_text
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
@@ -164,7 +165,8 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
                         user_defined_symbols: Sequence[str] = (),
                         num_threads: Optional[int] = None,
                         verbose: Optional[bool] = None) -> str:
-  """Trains an ALBERT SentencePiece model and writes `<model_prefix>.model` and `<model_prefix>.vocab`.
+  """Trains an ALBERT SentencePiece model: writes `<model_prefix>.model`, `<model_prefix>.vocab` and the
+  tokenizer options in `<model_prefix>.tokenizer_options.json`, which later tools read.
 
   The files appear only when training succeeds (trained under a temporary name in the same folder, then
   renamed), so a failed run leaves no partial output and an existing model untouched.
@@ -227,8 +229,10 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
     sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
     _check_layout(sp_model)
     coverage = corpus.coverage(sp_model)
-    # The .model last: once it is in place, so is its .vocab.
+    # The .model last: once it is in place, so are its .vocab and its options.
     os.replace(temp_prefix + ".vocab", model_prefix + ".vocab")
+    tokenizer_options.write_options(model_prefix + ".model",
+                                    tokenizer_options.TokenizerOptions(do_lower_case, keep_accents))
     os.replace(temp_prefix + ".model", model_prefix + ".model")
   finally:
     shutil.rmtree(temp_folder, ignore_errors=True)
