@@ -12,6 +12,7 @@ import torch
 import transformers
 
 import albert_tf
+from albert_tf.errors import OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
@@ -222,25 +223,20 @@ def test_cased_model_keeping_accents_exports_as_trained(tmp_path):
 
 
 @requires_shared(SP8K_MODEL)
-def test_export_tool_warns_loudly_when_no_setting_gives_our_ids(tmp_path):
+def test_export_warns_loudly_when_no_setting_gives_our_ids(tmp_path):
   """Python lower-cases a word-final Σ to ς, transformers to σ: measured on --parity_text and reported."""
-  config_file = tmp_path / "albert_config.json"
-  tiny_config(vocab_size=8000).to_json_file(str(config_file))
   model = albert_tf.AlbertEncoder(tiny_config(vocab_size=8000))
   model(model.dummy_inputs())
-  save_checkpoint(model, str(tmp_path / "run" / "model.ckpt"))
   text = tmp_path / "greek.txt"
   text.write_text("The inscription reads ΑΧΙΛΛΕΥΣ here.\nPlain text.\n", encoding="utf-8")
-  result = run_export_hf(f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
-                         f"--spm_model_file={SP8K_MODEL}", f"--parity_text={text}", f"--output_dir={tmp_path / 'hf'}")
-  assert result.returncode == 0, result.stderr
-  assert "2 --parity_text lines" in result.stdout
-  assert "WARNING: transformers' AlbertTokenizer from this folder gives other ids than albert-tf on 1 of" \
-      in result.stderr, result.stderr
-  assert "ΑΧΙΛΛΕΥΣ" in result.stderr
-  result = run_export_hf(f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
-                         f"--parity_text={text}", f"--output_dir={tmp_path / 'hf2'}")
-  assert result.returncode == 2 and "error: --parity_text checks the tokenizer files" in result.stderr
+  report = export_to_hf(model, str(tmp_path / "hf"), SP8K_MODEL, parity_text_files=[str(text)]).tokenizer_parity
+  assert "2 --parity_text lines" in report.lines()[0]
+  assert report.warning().startswith("WARNING: transformers' AlbertTokenizer from this folder gives other ids than "
+                                     "albert-tf on 1 of ")
+  assert "ΑΧΙΛΛΕΥΣ" in report.warning()
+  with pytest.raises(OptionError, match="--parity_text checks the tokenizer files"):
+    export_to_hf(model, str(tmp_path / "hf2"), parity_text_files=[str(text)])
+  assert not (tmp_path / "hf2").exists()
 
 
 @requires_shared(SP8K_MODEL)

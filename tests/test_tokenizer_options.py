@@ -70,33 +70,35 @@ def test_a_broken_record_is_a_clear_error(tmp_path):
     options_lib.read_options(str(tmp_path / "spiece.model"))
 
 
-def create_data(tmp_path, name, spm_model, *flags):
+def start_data_tool(tmp_path, name, spm_model, *flags):
+  """The data tool on a few hundred lines (accents and capitals among them); returns the process and its output."""
   corpus = tmp_path / "corpus.txt"
-  if not corpus.exists():  # a few hundred lines of Google's format, accents and capitals among them
+  if not corpus.exists():
     with open(os.path.join(SHARED, "corpus", "en_wiki.txt"), encoding="utf-8") as reader:
       corpus.write_text("".join(line for line, _ in zip(reader, range(400))) + "\nCafé Zürich. Naïve RÉSUMÉ.\n",
                         encoding="utf-8")
   output = tmp_path / f"{name}.tfrecord"
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
-       f"--input_file={corpus}", f"--output_file={output}",
-       f"--spm_model_file={spm_model}", "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1",
-       "--num_workers=1", *flags], capture_output=True, text=True, timeout=300)
-  return result, output
+  process = subprocess.Popen(
+      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"), f"--input_file={corpus}",
+       f"--output_file={output}", f"--spm_model_file={spm_model}", "--max_seq_length=64",
+       "--max_predictions_per_seq=10", "--dupe_factor=1", "--num_workers=1", *flags],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  return process, output
 
 
 @requires_shared(SP8K_MODEL)
 def test_data_tool_reads_the_record_and_refuses_a_contradicting_flag(tmp_path):
   recorded = recorded_copy(tmp_path, CASED, "recorded")
-  result, from_record = create_data(tmp_path, "from_record", recorded)
-  assert result.returncode == 0, result.stderr
   unrecorded = str(tmp_path / "unrecorded.model")
   shutil.copyfile(SP8K_MODEL, unrecorded)
-  result, from_flags = create_data(tmp_path, "from_flags", unrecorded, "--nodo_lower_case", "--keep_accents")
-  assert result.returncode == 0, result.stderr
+  # All at once: each spends most of its time starting.
+  runs = [start_data_tool(tmp_path, "from_record", recorded),
+          start_data_tool(tmp_path, "from_flags", unrecorded, "--nodo_lower_case", "--keep_accents"),
+          start_data_tool(tmp_path, "refused", recorded, "--do_lower_case")]
+  results = [(process.communicate(timeout=300)[1], process.returncode, output) for process, output in runs]
+  (_, status, from_record), (_, flags_status, from_flags), (refused_stderr, refused_status, refused) = results
+  assert status == 0 and flags_status == 0, results
   assert from_record.read_bytes() == from_flags.read_bytes()
-
-  result, refused = create_data(tmp_path, "refused", recorded, "--do_lower_case")
-  assert result.returncode == 2 and "Traceback" not in result.stderr
-  assert result.stderr.startswith("error: --do_lower_case=true contradicts "), result.stderr
+  assert refused_status == 2 and "Traceback" not in refused_stderr
+  assert refused_stderr.startswith("error: --do_lower_case=true contradicts "), refused_stderr
   assert not refused.exists()

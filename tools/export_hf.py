@@ -19,7 +19,6 @@ from absl import logging
 import albert_tf
 from albert_tf import cli
 from albert_tf.cli import tokenizer_flags
-from albert_tf.errors import OptionError
 from albert_tf.interop import huggingface
 from albert_tf.modeling import checkpoints as checkpoint_lib
 
@@ -42,8 +41,6 @@ def main(argv):
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
   logging.info("Restored %s", prefix)
   text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file) if FLAGS.spm_model_file else None
-  if FLAGS.parity_text and not FLAGS.spm_model_file:
-    raise OptionError("--parity_text checks the tokenizer files, which need --spm_model_file.")
   export = huggingface.export_to_hf(model, FLAGS.output_dir, spm_model_file=FLAGS.spm_model_file,
                                     tokenizer_options=text_options, parity_text_files=FLAGS.parity_text)
   print(f"Exported {prefix} to the Hugging Face folder {FLAGS.output_dir}:")

@@ -14,7 +14,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from albert_tf.errors import DataError, InputFileError
+from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.config import AlbertConfig
@@ -145,6 +145,8 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
     parity_text_files: text files (a line a text) to measure tokenizer parity on, besides the vocabulary's
       pieces and probe lines; see `hf_tokenizer.write_measured_tokenizer_files`.
   """
+  if parity_text_files and not spm_model_file:
+    raise OptionError("--parity_text checks the tokenizer files, which need --spm_model_file.")
   if spm_model_file:
     SentencePieceTokenizer(spm_model_file)  # fails on a bad model before anything is written
     tokenizer_options = tokenizer_options or options_lib.resolve_options(spm_model_file)
