@@ -366,7 +366,7 @@ def convert(source_format: str, source: str, output_dir: str, albert_config_file
 
 
 def summary(conversion: Conversion, paths: Dict[str, str]) -> str:
-  """What was converted, ignored and written, and the tokenizer options to pass on."""
+  """What was converted, ignored and written, and the tokenizer options recorded."""
   parts = ", ".join(conversion.parts)
   lines = [f"Converted {conversion.source}: {parts} ({conversion.num_tensors} tensors)."]
   ignored = [f"{count} {reason}" for reason, count in conversion.ignored.items() if count]
