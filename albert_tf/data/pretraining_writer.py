@@ -26,7 +26,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import time
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -62,43 +61,6 @@ def _init_worker(tokenizer_spec: TokenizerSpec, model_proto: bytes, options: Ins
     signal.signal(signal.SIGINT, signal.SIG_IGN)
   tokenizer = pretraining_corpus.tokenizer_of(tokenizer_spec, model_proto)
   _worker.update(maker=InstanceMaker(tokenizer, options, random_seed), work_dir=work_dir, stores={})
-
-
-def _import_tensorflow():
-  """`import tensorflow`, keeping a Ctrl-C (or the tool's SIGTERM) that arrives meanwhile.
-
-  TensorFlow's import loses a Ctrl-C: a KeyboardInterrupt raised inside it is swallowed, and native code
-  polls for interrupts and clears them (measured: SIGINT during the import, and the run goes on to exit 0).
-  So the signals are held by a recording handler and by a wakeup fd (written by the C-level handler, which no
-  one can clear), then handed to the handler they were meant for once the import is done.
-  """
-  if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    return tf
-  handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)
-              if callable(signal.getsignal(signum))}
-  held = []
-  for signum in handlers:
-    signal.signal(signum, lambda signum, frame: held.append(signum))
-  read_fd, write_fd = os.pipe()
-  os.set_blocking(read_fd, False)
-  os.set_blocking(write_fd, False)
-  previous_wakeup_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-  try:
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  finally:
-    signal.set_wakeup_fd(previous_wakeup_fd)
-    for signum, handler in handlers.items():
-      signal.signal(signum, handler)
-    try:
-      woken = list(os.read(read_fd, 1024))
-    except BlockingIOError:  # no signal arrived
-      woken = []
-    os.close(read_fd)
-    os.close(write_fd)
-  for signum in [signum for signum in held + woken if signum in handlers][:1]:
-    handlers[signum](signum, None)  # raises, as Ctrl-C (or the tool's SIGTERM handler) does
-  return tf
 
 
 def _tokenize_block(task):
@@ -247,8 +209,6 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     raise OptionError("--num_workers and the shuffle memory budget must be positive.")
   if any("://" in path for path in list(output_files) + list(eval_output_files)):
     raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
-  # Only this process writes TFRecords. Imported before any work, so that no later Ctrl-C meets the import.
-  tf = _import_tensorflow()
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
   output_dirs = sorted({os.path.dirname(os.path.abspath(path)) for paths in shards.values() for path in paths})
@@ -323,6 +283,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
         raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these flags.")
 
     # 3. Every record in shuffled order, dealt round-robin to the shards.
+    import tensorflow as tf  # only this process writes TFRecords
     tracker.phase()
     total_records, records_done = sum(b.num_records for b in buckets.values()), 0
     for split in splits:
