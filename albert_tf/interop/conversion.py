@@ -297,10 +297,11 @@ def _drop_identity_projection(tensors: Dict[str, np.ndarray], projection: str, h
 
 def _recorded_tokenizer_options(spm_model_file: Optional[str]) -> Dict:
   """`Conversion`'s tokenizer fields from the record beside `spm_model_file`; empty when there is none."""
-  recorded = options_lib.read_options(spm_model_file) if spm_model_file else None
-  if recorded is None:
+  record = options_lib.recorded_options(spm_model_file) if spm_model_file else None
+  if record is None:
     return {}
-  return {"tokenizer_options": recorded, "tokenizer_options_source": options_lib.options_source(spm_model_file)}
+  source, recorded = record
+  return {"tokenizer_options": recorded, "tokenizer_options_source": source}
 
 
 def _hf_tokenizer_options(folder: str) -> Dict:

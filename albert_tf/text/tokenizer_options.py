@@ -11,7 +11,7 @@ wrote the folder: then the file is there and says what the model was trained wit
 import dataclasses
 import json
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
 from albert_tf.errors import DataError, OptionError
 from albert_tf.files import file_exists, read_bytes
@@ -55,6 +55,19 @@ def _read_json(path: str):
     raise DataError(f"{path} is not valid JSON: {error}") from None
 
 
+def recorded_options(spm_model_file: str) -> Optional[Tuple[str, TokenizerOptions]]:
+  """The file that records `spm_model_file`'s options and the options it holds, each file read once; or None."""
+  path = options_file(spm_model_file)
+  if file_exists(path):
+    return path, _options_in(path, _read_json(path))
+  hf_config = os.path.join(os.path.dirname(spm_model_file), _HF_TOKENIZER_CONFIG)
+  if file_exists(hf_config):
+    values = _read_json(hf_config)
+    if isinstance(values, dict) and all(name in values for name in ("do_lower_case", "keep_accents")):
+      return hf_config, _options_in(hf_config, values)
+  return None
+
+
 def read_options(spm_model_file: str) -> Optional[TokenizerOptions]:
   """The options recorded for `spm_model_file`, or None when nothing records them.
 
@@ -64,21 +77,8 @@ def read_options(spm_model_file: str) -> Optional[TokenizerOptions]:
   Raises:
     DataError: the record is not valid.
   """
-  source = options_source(spm_model_file)
-  return None if source is None else _options_in(source, _read_json(source))
-
-
-def options_source(spm_model_file: str) -> Optional[str]:
-  """The file `read_options` takes the options from, or None."""
-  path = options_file(spm_model_file)
-  if file_exists(path):
-    return path
-  hf_config = os.path.join(os.path.dirname(spm_model_file), _HF_TOKENIZER_CONFIG)
-  if file_exists(hf_config):
-    values = _read_json(hf_config)
-    if isinstance(values, dict) and all(name in values for name in ("do_lower_case", "keep_accents")):
-      return hf_config
-  return None
+  record = recorded_options(spm_model_file)
+  return None if record is None else record[1]
 
 
 def write_options(spm_model_file: str, options: TokenizerOptions) -> str:
@@ -102,14 +102,15 @@ def resolve_options(spm_model_file: str, do_lower_case: Optional[bool] = None,
   """
   given = {name: value for name, value in (("do_lower_case", do_lower_case), ("keep_accents", keep_accents))
            if value is not None}
-  recorded = read_options(spm_model_file)
-  if recorded is None:
+  record = recorded_options(spm_model_file)
+  if record is None:
     return dataclasses.replace(TokenizerOptions(), **given)
+  source, recorded = record
   contradictions = [f"--{name}={str(value).lower()}" for name, value in given.items()
                     if getattr(recorded, name) != value]
   if contradictions:
     raise OptionError(
-        f"{' '.join(contradictions)} contradicts {options_source(spm_model_file)}, which records that "
+        f"{' '.join(contradictions)} contradicts {source}, which records that "
         f"{os.path.basename(spm_model_file)} was trained with {recorded.as_flags()}: the ids would differ from "
         "the ones the model learned. Leave the flag out (the record is used), or fix the record if it is wrong.")
   return recorded
