@@ -94,7 +94,9 @@ def test_losses_and_metrics_are_googles():
       return {"logits": logits}
 
   model = Fixed()
-  loss, sums = objective.replica_loss(model, global_batch_size=4)({"inputs": {}, "labels": labels})
+  batch = {"inputs": {}, "labels": labels}
+  assert objective.loss_normalizers(batch).numpy().tolist() == [2.0]
+  loss, sums = objective.replica_loss(model)(batch, tf.constant([4.0]))
   assert model.training is True
   log_probs = tf.nn.log_softmax(logits).numpy()
   expected = -(log_probs[0, 0] + log_probs[1, 1])
@@ -122,7 +124,8 @@ def test_sentence_similarity_loss_fits_cosines_to_scaled_scores():
     return {"embedding": embeddings[inputs]}
 
   batch = {"inputs_a": "a", "inputs_b": "b", "labels": tf.constant([1.0, 4.0])}
-  loss, sums = objective.replica_loss(model, global_batch_size=8)(batch)
+  assert objective.loss_normalizers(batch).numpy().tolist() == [2.0]
+  loss, sums = objective.replica_loss(model)(batch, tf.constant([8.0]))
   # Cosines 0 and 1 against targets 0.2 and 0.8: squared errors 0.04 and 0.04.
   np.testing.assert_allclose(sums.numpy(), [0.08, 2.0], rtol=1e-6)
   assert float(loss) == pytest.approx(0.08 / 8, rel=1e-6) and calls == [True, True]
@@ -214,18 +217,20 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(glue_dir, tmp_path, mon
     np.testing.assert_allclose(actual.numpy(), expected.numpy(), atol=1e-6, err_msg=expected.name)
 
 
-def test_two_replicas_and_two_workers_equal_one_device(glue_dir, tmp_path):
+def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, tmp_path):
   ports = free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-  runs = {"one": ([], None), "mirrored": (["--logical_cpus=2", "--strategy_type=mirrored"], None)}
+  runs = {"one": ([], None), "mirrored": (["--logical_cpus=2", "--strategy_type=mirrored"], None),
+          "accumulated": ([], None)}  # one device, 2 micro-batches of 2, recomputed
   for index in range(2):
     runs[f"worker{index}"] = (["--strategy_type=multi_worker_mirrored"],
                               json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
   processes = []
   for name, (flags, tf_config) in runs.items():
     output_dir = tmp_path / ("workers" if tf_config else name)
+    memory = dict(gradient_accumulation_steps=2, recompute_grad=True) if name == "accumulated" else {}
     run_options = options(glue_dir, output_dir, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
-                          train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0)
+                          train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0, **memory)
     values = dataclasses.asdict(run_options)
     values.update(albert_config=run_options.albert_config.to_dict(), task_name="mnli-mm")
     (tmp_path / f"{name}.json").write_text(json.dumps(values))
@@ -238,9 +243,9 @@ def test_two_replicas_and_two_workers_equal_one_device(glue_dir, tmp_path):
     assert process.returncode == 0, output
   one = np.load(tmp_path / "one.npz")
   assert int(one["replicas"]) == 1
-  for name in ("mirrored", "worker0", "worker1"):
+  for name in ("mirrored", "worker0", "worker1", "accumulated"):
     other = np.load(tmp_path / f"{name}.npz")
-    assert int(other["replicas"]) == 2
+    assert int(other["replicas"]) == (1 if name == "accumulated" else 2)
     assert float(one["loss"]) == pytest.approx(float(other["loss"]), abs=1e-5)
     # Predictions come back in example order whatever the replica or worker that computed them.
     np.testing.assert_allclose(one["test_outputs"], other["test_outputs"], atol=1e-5)
@@ -486,6 +491,8 @@ def test_bad_input_fails_before_training_and_writes_nothing(glue_dir, tmp_path):
   refused(TrainingError, "needs a fine-tuned checkpoint", do_train=False)
   refused(FileNotFoundError, "Checkpoint not found", init_checkpoint=str(tmp_path / "nowhere"))
   refused(ValueError, "--train_batch_size=0 must be a positive multiple", train_batch_size=0)
+  refused(ValueError, r"--train_batch_size=2 does not split into 1 replica\(s\) x 3 micro-batch",
+          gradient_accumulation_steps=3)
 
 
 def test_tool_refuses_an_unknown_task_with_one_line(tmp_path, glue_dir):
@@ -531,7 +538,8 @@ def test_train_sentence_encoder_tool(glue_dir, tmp_path):
             f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
             f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
             "--train_step=2", "--save_checkpoints_steps=2", "--iterations_per_loop=2"]
-  result = run_tool("train_sentence_encoder.py", *common, "--score_range=0,5")
+  result = run_tool("train_sentence_encoder.py", *common, "--score_range=0,5", "--gradient_accumulation_steps=2",
+                    "--recompute_grad")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "spearman = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text()) == {"task": "sts-b",

@@ -152,7 +152,10 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
 
 
 def tool_command(records, output_dir, *extra):
-  return [sys.executable, TOOL, f"--input_file={','.join(records)}", f"--output_dir={output_dir}",
+  # Two micro-batches per step: a resume must be exact with gradient accumulation too (one batch per step
+  # is the path of every other test here).
+  return [sys.executable, TOOL, "--gradient_accumulation_steps=2", f"--input_file={','.join(records)}",
+          f"--output_dir={output_dir}",
           f"--albert_config_file={output_dir.parent / 'wide.json'}", f"--max_seq_length={SEQ}",
           f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8", "--learning_rate=1e-3",
           "--num_train_steps=40", "--num_warmup_steps=4", "--save_checkpoints_steps=5", "--iterations_per_loop=1",
@@ -326,11 +329,12 @@ def float32_run(records, tmp_path_factory):
 # here: bfloat16 (8-bit significand, rounding 2^-9 = 2e-3) 4.4e-3; float16 (11-bit, 5e-4) 1.8e-4 with loss
 # scaling and 2.1e-3 without it (its small gradients lose their low bits, or all of them, in float16);
 # XLA reorders float32 sums only (~1e-6).
+# float16 and XLA also run 2 micro-batches per step: loss scaling and compilation with gradient accumulation.
 @pytest.mark.parametrize("changes,tolerance", [
     (dict(mixed_precision="bfloat16"), 2e-2),
-    (dict(mixed_precision="float16"), 6e-4),
-    (dict(jit_compile=True), 1e-4),
-], ids=["bfloat16", "float16", "xla"])
+    (dict(mixed_precision="float16", gradient_accumulation_steps=2), 6e-4),
+    (dict(jit_compile=True, gradient_accumulation_steps=2), 1e-4),
+], ids=["bfloat16", "float16-accumulated", "xla-accumulated"])
 def test_mixed_precision_and_xla_follow_the_float32_run(records, tmp_path, float32_run, changes, tolerance):
   initial, expected, expected_loss = float32_run
   initial_here, actual, loss = four_steps(records, tmp_path, **changes)
@@ -372,16 +376,17 @@ def test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios
            "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
            "sentence_order_labels": tf.constant([1, 0])}
   model = FixedOutputs(mlm_logits=mlm_logits, sop_logits=sop_logits)
-  # This replica holds 2 of a global batch of 8: its SOP term is over 8, its MLM term over the (one-replica)
-  # weight sum, so that the replicas' shares add up to the loss of the whole batch.
-  loss, sums = tf.distribute.OneDeviceStrategy("/cpu:0").run(PretrainingObjective().replica_loss(model, 8),
-                                                             args=(batch,))
+  objective = PretrainingObjective()
+  np.testing.assert_array_equal(objective.loss_normalizers(batch).numpy(), [3.0, 2.0])
+  # This batch holds 2 of a global batch of 8 examples and 6 masked positions: its SOP term is over 8, its MLM
+  # term over 6, so that the shares of the replicas and micro-batches add up to the loss of the whole batch.
+  loss, sums = objective.replica_loss(model)(batch, tf.constant([6.0, 8.0]))
   assert model.training is True
   log_probs = tf.nn.log_softmax(mlm_logits).numpy()
   mlm_ce = -(log_probs[0, 0, 1] + log_probs[0, 1, 2] + log_probs[1, 0, 4])
   sop_log_probs = tf.nn.log_softmax(sop_logits).numpy()
   sop_ce = -(sop_log_probs[0, 1] + sop_log_probs[1, 0])
-  assert float(loss) == pytest.approx(mlm_ce / (3 + 1e-5) + sop_ce / 8, rel=1e-6)
+  assert float(loss) == pytest.approx(mlm_ce / (6 + 1e-5) + sop_ce / 8, rel=1e-6)
   mlm_correct = sum(np.argmax(log_probs[row, slot]) == label for row, slot, label in ((0, 0, 1), (0, 1, 2), (1, 0, 4)))
   np.testing.assert_allclose(sums.numpy(), [mlm_ce, 3.0, mlm_correct, sop_ce, 1.0, 2.0], rtol=1e-6)
 

@@ -47,6 +47,9 @@ flags.DEFINE_bool("do_permutation", False, "Also permute a second set of n-grams
 flags.DEFINE_bool("favor_shorter_ngram", True, "N-gram sizes with probabilities proportional to 1/n.")
 flags.DEFINE_bool("random_next_sentence", False, "NSP-style negatives (B from a random document) instead of "
                   "sentence-order swaps.")
+flags.DEFINE_bool("sentence_order_prediction", True, "Swap half of the segment pairs for the sentence-order "
+                  "task; --nosentence_order_prediction keeps every pair in its text's order, for MLM-only "
+                  "pretraining.")
 flags.DEFINE_enum("single_segment_policy", "random_document", SINGLE_SEGMENT_POLICIES,
                   "A chunk of one sentence: B from a random other document, labelled 1 (Google's behaviour); "
                   "split_sentence: split the sentence and swap with p=0.5; skip.")
@@ -81,7 +84,8 @@ def main(argv):
       masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, ngram=FLAGS.ngram,
       favor_shorter_ngram=FLAGS.favor_shorter_ngram, do_whole_word_mask=FLAGS.do_whole_word_mask,
       do_permutation=FLAGS.do_permutation, random_next_sentence=FLAGS.random_next_sentence,
-      single_segment_policy=FLAGS.single_segment_policy)
+      single_segment_policy=FLAGS.single_segment_policy,
+      sentence_order_prediction=FLAGS.sentence_order_prediction)
   pipeline_args = data_flags.pipeline_args(argv)
   expected_predictions = int(round(FLAGS.masked_lm_prob * FLAGS.max_seq_length))
   if FLAGS.max_predictions_per_seq < expected_predictions:

@@ -1,17 +1,26 @@
-"""Pretrains ALBERT (MLM + sentence order) on one device, local GPUs, several hosts or a Cloud TPU.
+"""Pretrains ALBERT (MLM + sentence order, or MLM only) on one device, local GPUs, several hosts or a Cloud TPU.
 
   python tools/run_pretraining.py --input_file=data/train-*.tfrecord --output_dir=runs/base \
       --albert_config_file=configs/albert_base.json --max_seq_length=512 --max_predictions_per_seq=77 \
       --train_batch_size=4096 --num_train_steps=125000 --strategy_type=tpu --tpu_name=my-tpu
 
+Further pretraining of a released model on one 24 GB GPU, MLM only, 32 x 512 per step in micro-batches of 8:
+
+  python tools/run_pretraining.py --init_checkpoint=albert_base_tf2 \
+      --albert_config_file=albert_base_tf2/albert_config.json --input_file=data/train-*.tfrecord \
+      --output_dir=runs/further --nosentence_order_prediction --train_batch_size=32 \
+      --gradient_accumulation_steps=4 --recompute_grad --mixed_precision=float16
+
 Flags and defaults are those of Google's run_pretraining.py; --strategy_type, --eval_input_file,
---mixed_precision, --random_seed, --jit_compile and --log_steps are ours. Rerunning the same command after a
+--mixed_precision, --random_seed, --jit_compile, --log_steps, --sentence_order_prediction,
+--gradient_accumulation_steps and --recompute_grad are ours. Rerunning the same command after a
 crash resumes from the last checkpoint in --output_dir, input position included.
 """
 
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.training import loop
@@ -50,6 +59,10 @@ flags.DEFINE_enum("mixed_precision", "float32", list(loop.MIXED_PRECISION),
 flags.DEFINE_integer("random_seed", 12345, "Seed of the input order and of weight initialisation.")
 flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA (TPUs always do).")
 flags.DEFINE_integer("log_steps", None, "Steps between progress lines (default: --iterations_per_loop).")
+flags.DEFINE_bool("sentence_order_prediction", True, "Train the sentence-order head and loss beside the masked LM; "
+                  "--nosentence_order_prediction is MLM only (no SOP head in the model, its checkpoints or its "
+                  "figures) on the same records.")
+memory_flags.define_memory_flags()
 
 
 def main(argv):
@@ -66,7 +79,8 @@ def main(argv):
       keep_checkpoint_max=FLAGS.keep_checkpoint_max, iterations_per_loop=FLAGS.iterations_per_loop,
       max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
       mixed_precision=FLAGS.mixed_precision, random_seed=FLAGS.random_seed, jit_compile=FLAGS.jit_compile,
-      log_steps=FLAGS.log_steps)
+      log_steps=FLAGS.log_steps, sentence_order_prediction=FLAGS.sentence_order_prediction,
+      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, recompute_grad=FLAGS.recompute_grad)
   pretraining.run(options, strategy_flags.strategy_from_flags())
 
 

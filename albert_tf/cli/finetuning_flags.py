@@ -8,6 +8,7 @@ import dataclasses
 
 from absl import flags
 
+from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.data import tasks
@@ -57,6 +58,7 @@ def define_flags():
   flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA (TPUs always do).")
   flags.DEFINE_integer("log_steps", None, "Steps between progress lines (default: --iterations_per_loop).")
   strategy_flags.define_strategy_flags()
+  memory_flags.define_memory_flags()
   flags.DEFINE_integer("tsv_text_a_column", 0, "tsv task: the column (0-based) of the first text.")
   flags.DEFINE_integer("tsv_text_b_column", None, "tsv task: the column of the second text, for pairs.")
   flags.DEFINE_integer("tsv_label_column", 1, "tsv task: the column of the label or score.")
@@ -105,4 +107,5 @@ def options_from_flags() -> finetuning.FineTuningOptions:
       save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
       iterations_per_loop=FLAGS.iterations_per_loop, dropout_prob=FLAGS.dropout_prob,
       mixed_precision=FLAGS.mixed_precision, random_seed=FLAGS.random_seed, jit_compile=FLAGS.jit_compile,
-      log_steps=FLAGS.log_steps, export_dir=FLAGS.export_dir)
+      log_steps=FLAGS.log_steps, export_dir=FLAGS.export_dir,
+      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, recompute_grad=FLAGS.recompute_grad)

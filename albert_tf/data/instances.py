@@ -41,6 +41,9 @@ class InstanceOptions:
     single_segment_policy: what a chunk of a single sentence becomes: "random_document" (Google: segment B
       from a random other document, label 1), "split_sentence" (split the sentence at a random token and
       swap with p=0.5), or "skip".
+    sentence_order_prediction: swap segments for the sentence-order task; False keeps every pair in its
+      original order (for MLM-only pretraining) while drawing the same random numbers, so that everything
+      else (lengths, masks) is as with swaps.
   """
 
   max_seq_length: int = 512
@@ -53,6 +56,7 @@ class InstanceOptions:
   do_permutation: bool = False
   random_next_sentence: bool = False
   single_segment_policy: str = "random_document"
+  sentence_order_prediction: bool = True
 
   def __post_init__(self):
     if self.max_seq_length < 8:
@@ -161,7 +165,7 @@ def _sentence_order_pair(chunk: List[List[int]], document_index: int, num_docume
       return None, 0
     split = rng.randint(1, len(tokens_a) - 1)
     tokens_a, tokens_b = tokens_a[:split], tokens_a[split:]
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and options.sentence_order_prediction:
       return SegmentPair(tokens_b, tokens_a, 1), 0
     return SegmentPair(tokens_a, tokens_b, 0), 0
   if single or (options.random_next_sentence and rng.random() < 0.5):
@@ -173,7 +177,7 @@ def _sentence_order_pair(chunk: List[List[int]], document_index: int, num_docume
     segment = RandomSegment(random_index, rng.random(), target_seq_length - len(tokens_a))
     return SegmentPair(tokens_a, [], 1, segment), len(chunk) - a_end
   tokens_b = [token for sentence in chunk[a_end:] for token in sentence]
-  if not options.random_next_sentence and rng.random() < 0.5:
+  if not options.random_next_sentence and rng.random() < 0.5 and options.sentence_order_prediction:
     return SegmentPair(tokens_b, tokens_a, 1), 0  # sentence order swapped
   return SegmentPair(tokens_a, tokens_b, 0), 0
 

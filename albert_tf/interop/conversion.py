@@ -124,9 +124,7 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
   """
   prefix = checkpoint_lib.resolve_checkpoint_path(path)
   directory = os.path.dirname(prefix)
-  config_file = albert_config_file or os.path.join(directory, CONFIG_FILE)
-  if not os.path.isfile(config_file):
-    raise InputFileError(f"ALBERT config file not found: {config_file} (pass --albert_config_file).")
+  config_file = _config_file(directory, albert_config_file)
   config = AlbertConfig.from_json_file(config_file)
   reader = tf.train.load_checkpoint(prefix)
   shapes = reader.get_variable_to_shape_map()
@@ -159,6 +157,14 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
   spm_model_file = spm_model_file or _single_spm_model(directory)
   return Conversion(prefix, model, num_tensors, ignored, spm_model_file=spm_model_file,
                     **_recorded_tokenizer_options(spm_model_file))
+
+
+def _config_file(directory: str, albert_config_file: Optional[str]) -> str:
+  """`albert_config_file`, else the `albert_config.json` in the checkpoint's directory; it must exist."""
+  config_file = albert_config_file or os.path.join(directory, CONFIG_FILE)
+  if not os.path.isfile(config_file):
+    raise InputFileError(f"ALBERT config file not found: {config_file} (pass --albert_config_file).")
+  return config_file
 
 
 def _single_spm_model(directory: str) -> Optional[str]:
@@ -313,6 +319,48 @@ def _hf_tokenizer_options(folder: str) -> Dict:
     values = json.load(reader)
   given = {name: values[name] for name in ("do_lower_case", "keep_accents") if isinstance(values.get(name), bool)}
   return {"tokenizer_options": options_lib.TokenizerOptions(**given), "tokenizer_options_source": path}
+
+
+# --- Any of the three ------------------------------------------------------------------------------------
+
+def _is_hf_folder(path: str) -> bool:
+  return os.path.isfile(os.path.join(path, "config.json")) and any(
+      os.path.isfile(os.path.join(path, name))
+      for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"))
+
+
+def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
+                    spm_model_file: Optional[str] = None) -> Conversion:
+  """Reads an albert-tf checkpoint, one of Google's TF1 checkpoints or a Hugging Face folder, told apart by
+  their files, into the model it holds (its heads included).
+
+  Args:
+    path: a Hugging Face folder; or a checkpoint prefix, or a directory meaning its latest checkpoint.
+    albert_config_file: the config of an albert-tf or Google checkpoint; default `albert_config.json` beside
+      it. A Hugging Face folder has its own `config.json`.
+    spm_model_file: the SentencePiece model; default the one found beside the checkpoint (see the
+      `convert_*` functions; `spiece.model` for an albert-tf checkpoint).
+
+  Raises:
+    FileNotFoundError: no checkpoint, weights or config where given or expected.
+    OptionError: `albert_config_file` given with a Hugging Face folder.
+    CheckpointMismatchError, AlbertConfigError: as `convert_google_checkpoint` and `convert_hf_folder`.
+  """
+  if os.path.isdir(path) and _is_hf_folder(path):
+    if albert_config_file:
+      raise OptionError(f"{path} is a Hugging Face folder, which has its config.json: leave out "
+                        "--albert_config_file.")
+    return convert_hf_folder(path, spm_model_file)
+  prefix = checkpoint_lib.resolve_checkpoint_path(path)
+  if checkpoint_lib.OBJECT_GRAPH_KEY not in tf.train.load_checkpoint(prefix).get_variable_to_shape_map():
+    return convert_google_checkpoint(prefix, albert_config_file, spm_model_file)
+  directory = os.path.dirname(prefix)
+  config = AlbertConfig.from_json_file(_config_file(directory, albert_config_file))
+  model, prefix = checkpoint_lib.build_model_for_checkpoint(config, prefix)
+  spm_in_directory = os.path.join(directory, SPM_FILE)
+  spm_model_file = spm_model_file or (spm_in_directory if os.path.isfile(spm_in_directory) else None)
+  return Conversion(prefix, model, len(model.variables), {}, spm_model_file=spm_model_file,
+                    **_recorded_tokenizer_options(spm_model_file))
 
 
 # --- Writing -----------------------------------------------------------------------------------------------

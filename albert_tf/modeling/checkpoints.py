@@ -172,19 +172,21 @@ def restore_checkpoint(model: tf.Module, path: str) -> str:
   return prefix
 
 
-def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[str, List[str]]:
+def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[str, List[str], List[str]]:
   """Restores a pretrainer's encoder and whichever of its heads the checkpoint holds.
 
   Google's `--init_checkpoint` semantics, made explicit: an encoder-only or masked-LM-only checkpoint
-  initialises what it has, and the caller learns which heads keep their fresh initialisation. Inside the
-  parts restored the match is as strict as `restore_checkpoint`'s.
+  initialises what it has, a head the pretrainer does not have (the sentence-order head of an MLM-only
+  run) is left in the checkpoint, and the caller learns both. Inside the parts restored the match is as
+  strict as `restore_checkpoint`'s.
 
   Args:
     pretrainer: a built `AlbertPretrainer`.
     path: a checkpoint prefix, or a directory meaning its latest checkpoint.
 
   Returns:
-    The checkpoint prefix, and the names (keys of `HEADS`) of the heads the checkpoint does not hold.
+    The checkpoint prefix; the names (keys of `HEADS`) of the pretrainer's heads the checkpoint does not
+    hold; and those of the checkpoint's heads the pretrainer does not have.
 
   Raises:
     FileNotFoundError: no checkpoint at `path`.
@@ -193,8 +195,8 @@ def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[st
   prefix = resolve_checkpoint_path(path)
   if "encoder" not in _model_parts(prefix):  # an `AlbertEncoder` checkpoint
     _restore(pretrainer.encoder, prefix, heads_optional=False)
-    return prefix, [head for head in HEADS if getattr(pretrainer, head) is not None]
-  return prefix, _restore(pretrainer, prefix, heads_optional=True)
+    return prefix, [head for head in HEADS if getattr(pretrainer, head) is not None], []
+  return (prefix,) + _restore(pretrainer, prefix, heads_optional=True)
 
 
 def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Module, str]:
@@ -257,11 +259,11 @@ def model_with_heads(config: AlbertConfig, heads: Set[str]) -> tf.Module:
   return model
 
 
-def _restore(model: tf.Module, prefix: str, heads_optional: bool) -> List[str]:
-  """Restores `model` all or nothing; with `heads_optional`, heads absent from the checkpoint are left alone.
+def _restore(model: tf.Module, prefix: str, heads_optional: bool) -> Tuple[List[str], List[str]]:
+  """Restores `model` all or nothing; with `heads_optional`, heads that only one side has are left alone.
 
   Returns:
-    The heads (keys of `HEADS`) left alone.
+    The model's heads (keys of `HEADS`) the checkpoint lacks, and the checkpoint's heads the model lacks.
   """
   if not model.built and hasattr(model, "dummy_inputs"):
     model(model.dummy_inputs(), training=False)
@@ -275,11 +277,13 @@ def _restore(model: tf.Module, prefix: str, heads_optional: bool) -> List[str]:
     if encoder_node is not None:
       model_node = encoder_node
       theirs = _checkpoint_variables(reader, graph, model_node)
-  absent_heads = []
+  absent_heads, unused_heads = [], []
   if heads_optional:
     present = _children(graph, model_node)
     absent_heads = [head for head in HEADS if getattr(model, head, None) is not None and head not in present]
+    unused_heads = [head for head in HEADS if getattr(model, head, None) is None and head in present]
     ours = {p: v for p, v in ours.items() if p.split("/")[0] not in absent_heads}
+    theirs = {p: v for p, v in theirs.items() if p.split("/")[0] not in unused_heads}
 
   missing = sorted(p for p in ours if p not in theirs)
   unexpected = sorted(p for p in theirs if p not in ours)
@@ -295,4 +299,4 @@ def _restore(model: tf.Module, prefix: str, heads_optional: bool) -> List[str]:
 
   for object_path, variable in ours.items():
     variable.assign(reader.get_tensor(theirs[object_path][0]))
-  return absent_heads
+  return absent_heads, unused_heads

@@ -21,10 +21,11 @@ class AlbertClassifier(tf_keras.Model):
     config: an `AlbertConfig` or its dict.
     label_names: the class labels in id order; None for a regression (one output).
     dropout_rate: dropout on the pooled output while training.
+    recompute_grad: recompute the encoder's block activations in the backward pass (see `AlbertEncoder`).
   """
 
   def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], label_names: Optional[Sequence[str]] = None,
-               dropout_rate: float = 0.1, **kwargs):
+               dropout_rate: float = 0.1, recompute_grad: bool = False, **kwargs):
     kwargs.setdefault("name", "albert_classifier")
     super().__init__(**kwargs)
     self.config = as_config(config)
@@ -32,7 +33,7 @@ class AlbertClassifier(tf_keras.Model):
       raise ValueError(f"A classifier needs at least 2 labels, not {list(label_names)}; None means regression.")
     self.label_names = None if label_names is None else tuple(str(label) for label in label_names)
     self.dropout_rate = dropout_rate
-    self.encoder = AlbertEncoder(self.config, name="encoder")
+    self.encoder = AlbertEncoder(self.config, recompute_grad=recompute_grad, name="encoder")
     self.classifier_head = ClassificationHead(
         hidden_size=self.config.hidden_size, num_classes=1 if self.is_regression else len(self.label_names),
         dropout_rate=dropout_rate, initializer_range=self.config.initializer_range, name="classifier")
@@ -51,7 +52,7 @@ class AlbertClassifier(tf_keras.Model):
 
   def get_config(self):
     return {"config": self.config.to_dict(), "label_names": self.label_names, "dropout_rate": self.dropout_rate,
-            "name": self.name}
+            "recompute_grad": self.encoder.recompute_grad, "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

@@ -29,12 +29,20 @@ class AlbertEncoder(tf_keras.Model):
 
   Outputs: a dict with `sequence_output` `[batch, seq, H]`, `pooled_output` `[batch, H]` (tanh dense on
   the first token) and `encoder_outputs`, one `[batch, seq, H]` tensor per layer.
+
+  Args:
+    config: an `AlbertConfig` or its dict.
+    recompute_grad: while training, keep only each block application's input for the backward pass and
+      recompute the block's activations there (`tf.recompute_grad`): the same gradients for less activation
+      memory and about one more forward pass of compute. Dropout masks are then drawn from a seed per
+      application, so that the recomputation draws the same ones.
   """
 
-  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], **kwargs):
+  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], recompute_grad: bool = False, **kwargs):
     kwargs.setdefault("name", "albert_encoder")
     super().__init__(**kwargs)
     self.config = as_config(config)
+    self.recompute_grad = recompute_grad
     cfg = self.config
     initializer = lambda: tf_keras.initializers.TruncatedNormal(stddev=cfg.initializer_range)
     self.embeddings = FactorizedEmbedding(
@@ -70,11 +78,26 @@ class AlbertEncoder(tf_keras.Model):
     encoder_outputs = []
     for layer_index in range(self.config.num_hidden_layers):
       for block in self.groups[self.config.group_of_layer(layer_index)]:
-        hidden = block(hidden, attention_mask_adder, training=training)
+        if self.recompute_grad and training:
+          hidden = self._recomputed_block(block, attention_mask_adder)(hidden)
+        else:
+          hidden = block(hidden, attention_mask_adder, training=training)
       encoder_outputs.append(hidden)
 
     pooled_output = self.pooler(hidden[:, 0])
     return {"sequence_output": hidden, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs}
+
+  def _recomputed_block(self, block, attention_mask_adder):
+    """One training application of `block` as a function of its input, recomputed in the backward pass."""
+    # Drawn once, outside the recomputed function: the forward pass and its recomputation share it.
+    dropout_seed = self._dropout_seed()
+    return tf.recompute_grad(
+        lambda hidden: block(hidden, attention_mask_adder, training=True, dropout_seed=dropout_seed))
+
+  @staticmethod
+  def _dropout_seed():
+    """A new seed for the dropout masks of one recomputed block application."""
+    return tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
 
   def dummy_inputs(self, batch_size=1, seq_length=2):
     """Inputs that build every variable (used before restoring a checkpoint)."""
@@ -85,7 +108,7 @@ class AlbertEncoder(tf_keras.Model):
     return self.embeddings.word_embeddings
 
   def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
+    return {"config": self.config.to_dict(), "recompute_grad": self.recompute_grad, "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

@@ -24,21 +24,26 @@ class AlbertPretrainer(tf_keras.Model):
   Args:
     config: an `AlbertConfig` or its dict.
     with_sentence_order_head: False leaves `sentence_order_head` None and `sop_logits` out of the outputs.
+    recompute_grad: recompute the encoder's block activations in the backward pass (see `AlbertEncoder`).
   """
 
   def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], with_sentence_order_head: bool = True,
-               **kwargs):
+               recompute_grad: bool = False, **kwargs):
     kwargs.setdefault("name", "albert_pretrainer")
     super().__init__(**kwargs)
     self.config = as_config(config)
     cfg = self.config
-    self.encoder = AlbertEncoder(cfg, name="encoder")
+    self.encoder = AlbertEncoder(cfg, recompute_grad=recompute_grad, name="encoder")
     self.masked_lm_head = MaskedLMHead(
         vocab_size=cfg.vocab_size, embedding_size=cfg.embedding_size, hidden_act=cfg.hidden_act,
         initializer_range=cfg.initializer_range, layer_norm_epsilon=LAYER_NORM_EPSILON, name="predictions")
     self.sentence_order_head = SentenceOrderHead(
         hidden_size=cfg.hidden_size, num_classes=2, initializer_range=cfg.initializer_range,
         name="seq_relationship") if with_sentence_order_head else None
+    if not with_sentence_order_head:
+      # Only the sentence-order head reads the pooler: without it the pooler gets no gradient, so it is not
+      # trained (it is still saved, so that checkpoints keep the whole encoder).
+      self.encoder.pooler.trainable = False
 
   def call(self, inputs, training=None):
     encoder_outputs = self.encoder(inputs, training=training)
@@ -58,7 +63,7 @@ class AlbertPretrainer(tf_keras.Model):
 
   def get_config(self):
     return {"config": self.config.to_dict(), "with_sentence_order_head": self.sentence_order_head is not None,
-            "name": self.name}
+            "recompute_grad": self.encoder.recompute_grad, "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

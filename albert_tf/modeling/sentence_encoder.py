@@ -18,13 +18,17 @@ class AlbertSentenceEncoder(tf_keras.Model):
   Trained siamese-style (Sentence-BERT): the cosine of two embeddings regresses a similarity score.
 
   Inputs: the encoder's dict of one segment per text. Outputs: `embedding`, float32 `[batch, H]`, unit length.
+
+  Args:
+    config: an `AlbertConfig` or its dict.
+    recompute_grad: recompute the encoder's block activations in the backward pass (see `AlbertEncoder`).
   """
 
-  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], **kwargs):
+  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], recompute_grad: bool = False, **kwargs):
     kwargs.setdefault("name", "albert_sentence_encoder")
     super().__init__(**kwargs)
     self.config = as_config(config)
-    self.encoder = AlbertEncoder(self.config, name="encoder")
+    self.encoder = AlbertEncoder(self.config, recompute_grad=recompute_grad, name="encoder")
     # The embedding never reads the [CLS] pooler: it gets no gradient, so it is not trained (it is still
     # saved, so that checkpoints stay encoder checkpoints).
     self.encoder.pooler.trainable = False
@@ -39,7 +43,7 @@ class AlbertSentenceEncoder(tf_keras.Model):
     return self.encoder.dummy_inputs(batch_size, seq_length)
 
   def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
+    return {"config": self.config.to_dict(), "recompute_grad": self.encoder.recompute_grad, "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

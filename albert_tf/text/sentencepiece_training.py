@@ -15,6 +15,7 @@ from typing import Iterator, List, Optional, Sequence, Union
 from absl import logging
 import numpy as np
 import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.errors import DataError, OptionError
 from albert_tf.files import expand_input_patterns
@@ -31,6 +32,18 @@ _COUNT_BATCH_CHARS = 1 << 22
 _NUM_CODE_POINTS = 0x110000
 
 
+class VocabularyTooSmallError(OptionError):
+  """A vocab_size below the special tokens and the characters the coverage keeps.
+
+  Attributes:
+    pieces_needed: the smallest vocab_size SentencePiece would accept, when it said.
+  """
+
+  def __init__(self, message: str, pieces_needed: Optional[int]):
+    super().__init__(message)
+    self.pieces_needed = pieces_needed
+
+
 def _name_files(paths: Sequence[str], shown: int = 3) -> str:
   names = ", ".join(paths[:shown])
   return names if len(paths) <= shown else f"{names} and {len(paths) - shown} more"
@@ -43,10 +56,12 @@ class _Corpus:
   `error` so that the caller can raise the original.
   """
 
-  def __init__(self, paths: Sequence[str], do_lower_case: bool, keep_accents: bool):
+  def __init__(self, paths: Sequence[str], do_lower_case: bool, keep_accents: bool,
+               normalizer: Optional[spm.SentencePieceNormalizer] = None):
     self.paths = paths
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
+    self.normalizer = normalizer
     self.num_lines = 0
     self.num_chars = 0
     self.char_counts = np.zeros(_NUM_CODE_POINTS, np.int64)
@@ -65,6 +80,8 @@ class _Corpus:
     for path in self.paths:
       for _, line in read_utf8_lines(path):
         line = preprocess_text(line, self.do_lower_case, self.keep_accents)
+        if line and self.normalizer is not None:
+          line = self.normalizer.Normalize(line)
         if line:
           self._count(line)
           yield line
@@ -96,6 +113,13 @@ class _Corpus:
     unknown = np.array([sp_model.unk_id() in ids for ids in encoded], bool)
     counts = self.char_counts[code_points]
     return 1.0 - counts[unknown].sum() / counts.sum() if counts.sum() else 1.0
+
+
+def rules_normalizer(normalizer_spec: sentencepiece_model_pb2.NormalizerSpec) -> spm.SentencePieceNormalizer:
+  """A normaliser that applies `normalizer_spec`'s compiled rules alone, without its whitespace handling."""
+  # SentencePiece 0.2.2 loads a spec only inside a model; the normaliser's whitespace options default to off.
+  rules_only = sentencepiece_model_pb2.ModelProto(normalizer_spec=normalizer_spec)
+  return spm.SentencePieceNormalizer(model_proto=rules_only.SerializeToString())
 
 
 def _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
@@ -139,9 +163,10 @@ def _user_error(error: RuntimeError, corpus: _Corpus, vocab_size: int,
   if "smaller than required_chars" in message:
     needed = re.search(r"(\d+) vs (\d+)", message)
     figure = f" ({needed.group(2)} pieces are needed)" if needed else ""
-    return OptionError(f"vocab_size {vocab_size} cannot hold the special tokens and the characters that "
-                      f"character_coverage {character_coverage} keeps from {files}{figure}; use a larger "
-                      "--vocab_size or a smaller --character_coverage.")
+    return VocabularyTooSmallError(
+        f"vocab_size {vocab_size} cannot hold the special tokens and the characters that character_coverage "
+        f"{character_coverage} keeps from {files}{figure}; use a larger --vocab_size or a smaller "
+        "--character_coverage.", int(needed.group(2)) if needed else None)
   return None
 
 
@@ -164,7 +189,9 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
                         input_sentence_size: int = 10_000_000,
                         user_defined_symbols: Sequence[str] = (),
                         num_threads: Optional[int] = None,
-                        verbose: Optional[bool] = None) -> str:
+                        verbose: Optional[bool] = None,
+                        normalizer_spec: Optional[sentencepiece_model_pb2.NormalizerSpec] = None,
+                        hard_vocab_limit: bool = True) -> str:
   """Trains an ALBERT SentencePiece model: writes `<model_prefix>.model`, `<model_prefix>.vocab` and the
   tokenizer options in `<model_prefix>.tokenizer_options.json`, which later tools read.
 
@@ -186,6 +213,12 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
     num_threads: training threads; defaults to the number of CPUs.
     verbose: whether SentencePiece's trainer writes its own log to stderr (its options, then its progress),
       rather than only its warnings and errors. None: when absl logging is at DEBUG (`--verbosity=1`).
+    normalizer_spec: the normalisation to learn the pieces under, an existing model's `normalizer_spec`
+      (its compiled rules and whitespace handling), instead of SentencePiece's default `nmt_nfkc`: each line
+      goes through those rules before SentencePiece sees it, and the trainer adds none of its own
+      (`identity`). The model written keeps `identity`; its pieces are in the existing model's normal form.
+    hard_vocab_limit: False makes `vocab_size` an upper bound (SentencePiece's option): a corpus that cannot
+      support that many pieces gives fewer instead of an error.
 
   Returns:
     The path of the `.model` file.
@@ -199,7 +232,14 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
   user_defined_symbols = list(user_defined_symbols)
   _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
                    user_defined_symbols, num_threads)
-  corpus = _Corpus(expand_input_patterns(input_patterns), do_lower_case, keep_accents)
+  normalization = {}
+  normalizer = None
+  if normalizer_spec is not None:
+    # The rules here; the trainer applies the spec's own whitespace handling.
+    normalizer = rules_normalizer(normalizer_spec)
+    normalization = dict(normalization_rule_name="identity", add_dummy_prefix=normalizer_spec.add_dummy_prefix,
+                         remove_extra_whitespaces=normalizer_spec.remove_extra_whitespaces)
+  corpus = _Corpus(expand_input_patterns(input_patterns), do_lower_case, keep_accents, normalizer)
   folder = os.path.dirname(os.path.abspath(model_prefix))
   os.makedirs(folder, exist_ok=True)
   # Same folder as the output, so the final renames cannot cross file systems.
@@ -218,7 +258,8 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
           sentence_iterator=iter(corpus), model_prefix=temp_prefix, vocab_size=vocab_size,
           character_coverage=character_coverage, model_type=model_type, pad_id=0, unk_id=1, bos_id=-1,
           eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
-          shuffle_input_sentence=True, input_sentence_size=input_sentence_size, num_threads=num_threads)
+          shuffle_input_sentence=True, input_sentence_size=input_sentence_size, num_threads=num_threads,
+          hard_vocab_limit=hard_vocab_limit, **normalization)
     except RuntimeError as error:
       user_error = _user_error(error, corpus, vocab_size, character_coverage)
       if user_error is None:

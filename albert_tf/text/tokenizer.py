@@ -34,6 +34,14 @@ def ends_in_digit_comma(piece: str) -> bool:
   return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
+def read_model_proto(spm_model_file: str) -> sentencepiece_model_pb2.ModelProto:
+  """The protobuf of a SentencePiece `.model` file: its pieces and scores, trainer and normaliser specs."""
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(spm_model_file, "rb") as reader:
+    proto.ParseFromString(reader.read())
+  return proto
+
+
 def google_segmentation_model(spm_model_file: str) -> sentencepiece_model_pb2.ModelProto:
   """The SentencePiece model with every "<digit>," piece priced out of the unigram lattice.
 
@@ -41,9 +49,7 @@ def google_segmentation_model(spm_model_file: str) -> sentencepiece_model_pb2.Mo
   so tokenizers that cannot post-process pieces (Hugging Face's `tokenizers`, the in-graph op of an
   exported SavedModel) still match `SentencePieceTokenizer`.
   """
-  proto = sentencepiece_model_pb2.ModelProto()
-  with open(spm_model_file, "rb") as reader:
-    proto.ParseFromString(reader.read())
+  proto = read_model_proto(spm_model_file)
   for piece in proto.pieces:
     if ends_in_digit_comma(piece.piece):
       piece.score -= 100.0

@@ -66,6 +66,8 @@ class FineTuningOptions:
   jit_compile: bool = False
   log_steps: Optional[int] = None  # progress line every this many steps (default: every host loop)
   export_dir: Optional[str] = None
+  gradient_accumulation_steps: int = 1  # micro-batches per replica and step; train_batch_size stays per step
+  recompute_grad: bool = False  # recompute the shared block's activations in the backward pass
 
 
 class FineTuning:
@@ -92,7 +94,8 @@ class FineTuning:
     self.splits = self._read_splits()
     run_directory.check_run_directory(o.output_dir, o.albert_config)
     # The seed fixes the initial head too.
-    self.run = loop.RunState(strategy, o.output_dir, lambda: objective.build_model(o.albert_config, o.dropout_prob),
+    self.run = loop.RunState(strategy, o.output_dir,
+                             lambda: objective.build_model(o.albert_config, o.dropout_prob, o.recompute_grad),
                              o.mixed_precision, o.random_seed,
                              loop.OptimizerSettings(o.optimizer, o.learning_rate, o.train_step, o.warmup_step),
                              o.keep_checkpoint_max)
@@ -117,6 +120,8 @@ class FineTuning:
                        ("predict_batch_size", o.predict_batch_size)):
       if size <= 0 or size % replicas:
         raise OptionError(f"--{flag}={size} must be a positive multiple of the {replicas} replica(s).")
+    if o.do_train:
+      loop.micro_batch_size(o.train_batch_size, replicas, o.gradient_accumulation_steps)
     if o.do_train and o.train_step <= 0:
       raise OptionError(f"--train_step={o.train_step} must be positive.")
 
@@ -180,7 +185,8 @@ class FineTuning:
       return training_dataset(train_split, context.get_per_replica_batch_size(o.train_batch_size), o.random_seed,
                               start_example, context)
 
-    trainer = loop.Trainer(self.strategy, self.run, self.objective, o.train_batch_size, o.jit_compile)
+    trainer = loop.Trainer(self.strategy, self.run, self.objective, o.train_batch_size, o.jit_compile,
+                           gradient_accumulation_steps=o.gradient_accumulation_steps)
     schedule = loop.LoopSchedule(o.train_step, o.iterations_per_loop, o.save_checkpoints_steps, o.log_steps)
     return trainer.train(iter(self.strategy.distribute_datasets_from_function(dataset_fn)), schedule,
                          os.path.join(o.output_dir, "train") if self.is_chief else None, self._save)

@@ -6,8 +6,8 @@
 - `SentenceSimilarityObjective` (Sentence-BERT): each text encoded alone, mean-pooled and L2-normalised;
   the cosine of a pair regresses its score scaled to [0, 1]; evaluated by Spearman correlation.
 
-Each gives `loop.Trainer` its loss and metrics (`sum_names`, `progress_groups`, `replica_loss`,
-`metrics_from_sums`), and the driver its model, inputs, evaluation, predictions and export.
+Each gives `loop.Trainer` its loss and metrics (`sum_names`, `progress_groups`, `loss_normalizers`,
+`replica_loss`, `metrics_from_sums`), and the driver its model, inputs, evaluation, predictions and export.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -27,6 +27,11 @@ from albert_tf.training import metrics as metrics_lib
 
 def _safe_ratio(numerator: float, denominator: float) -> float:
   return float(numerator / denominator) if denominator else 0.0
+
+
+def _example_count(batch):
+  """`loss_normalizers` of a mean over examples: the examples of a batch, `[1]` float32."""
+  return tf.cast(tf.shape(batch["labels"])[:1], tf.float32)
 
 
 class ClassifierObjective:
@@ -74,8 +79,9 @@ class ClassifierObjective:
       labels = np.array([label_ids.get(example.label, 0) for example in examples], np.int32)
     return EncodedSplit({"inputs": packed}, labels, [example.guid for example in examples], max_seq_length)
 
-  def build_model(self, config: AlbertConfig, dropout_prob: float) -> AlbertClassifier:
-    return AlbertClassifier(config, None if self.task.is_regression else self.task.label_list, dropout_prob)
+  def build_model(self, config: AlbertConfig, dropout_prob: float, recompute_grad: bool = False) -> AlbertClassifier:
+    return AlbertClassifier(config, None if self.task.is_regression else self.task.label_list, dropout_prob,
+                            recompute_grad)
 
   def _per_example(self, logits, labels):
     """Google's per-example loss and correct predictions (0 for regression)."""
@@ -84,14 +90,16 @@ class ClassifierObjective:
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return loss, tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
 
-  def replica_loss(self, model, global_batch_size: int):
-    """batch -> (this replica's share of the global-batch mean loss, its sums)."""
+  loss_normalizers = staticmethod(_example_count)
 
-    def loss_and_sums(batch):
+  def replica_loss(self, model):
+    """(batch, global examples) -> (this batch's share of the global-batch mean loss, its sums)."""
+
+    def loss_and_sums(batch, normalizers):
       logits = model(batch["inputs"], training=True)["logits"]
       loss, correct = self._per_example(logits, batch["labels"])
       sums = tf.stack([tf.reduce_sum(loss), tf.reduce_sum(correct), tf.cast(tf.size(loss), tf.float32)])
-      return sums[0] / float(global_batch_size), sums
+      return sums[0] / normalizers[0], sums
 
     return loss_and_sums
 
@@ -185,9 +193,10 @@ class SentenceSimilarityObjective:
     }
     return EncodedSplit(sequences, labels, [example.guid for example in examples], max_seq_length)
 
-  def build_model(self, config: AlbertConfig, dropout_prob: float) -> AlbertSentenceEncoder:
+  def build_model(self, config: AlbertConfig, dropout_prob: float,
+                  recompute_grad: bool = False) -> AlbertSentenceEncoder:
     del dropout_prob  # no head: only the encoder's own dropout applies
-    return AlbertSentenceEncoder(config)
+    return AlbertSentenceEncoder(config, recompute_grad)
 
   def _cosine(self, model, batch, training: bool):
     embedding_a = model(batch["inputs_a"], training=training)["embedding"]
@@ -198,13 +207,15 @@ class SentenceSimilarityObjective:
     low, high = self.score_range
     return (scores - low) / (high - low)
 
-  def replica_loss(self, model, global_batch_size: int):
-    """batch -> (this replica's share of the global-batch mean squared error, its sums)."""
+  loss_normalizers = staticmethod(_example_count)
 
-    def loss_and_sums(batch):
+  def replica_loss(self, model):
+    """(batch, global examples) -> (this batch's share of the global-batch mean squared error, its sums)."""
+
+    def loss_and_sums(batch, normalizers):
       squared_error = tf.square(self._cosine(model, batch, training=True) - self._target(batch["labels"]))
       sums = tf.stack([tf.reduce_sum(squared_error), tf.cast(tf.size(squared_error), tf.float32)])
-      return sums[0] / float(global_batch_size), sums
+      return sums[0] / normalizers[0], sums
 
     return loss_and_sums
 

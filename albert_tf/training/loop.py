@@ -3,12 +3,13 @@
 - `run_settings`: the Keras precision policy and the random seeds of a run, restored when it ends.
 - `RunState`: the model, optimizer, step and checkpoints of a run, restored from its directory.
 - `replica_train_step`: one step on `tf.distribute` whose loss is a share of the *global*-batch loss;
-  gradients are summed across replicas, then clipped to global norm 1.0 (Google's clip), then applied.
+  gradients are summed over micro-batches (gradient accumulation) and across replicas, then clipped to
+  global norm 1.0 (Google's clip), then applied once.
 - `Trainer`: runs an objective's steps, many inside one `tf.function` (the TPU host loop), ending at every
   checkpoint and progress line, with a readable line per loop (step, losses, accuracy, learning rate,
   examples/s, ETA), TensorBoard scalars, and a stop with a clear error on a non-finite loss. It takes the
   objective as one object (orbit's `StandardTrainer` shape): anything with `sum_names`, `progress_groups`,
-  `replica_loss(model, global_batch_size)` and `metrics_from_sums(sums)`.
+  `loss_normalizers(batch)`, `replica_loss(model)` and `metrics_from_sums(sums)`.
 """
 
 import contextlib
@@ -125,31 +126,93 @@ class RunState:
     return run_settings(self.mixed_precision, self.random_seed)
 
 
-def replica_train_step(model, optimizer, replica_loss: Callable, loss_scaling: bool, jit_compile: bool = False):
-  """The per-replica training step: forward, loss, backward, all-reduce, clip to global norm 1.0, update.
+def micro_batch_size(global_batch_size: int, num_replicas: int, gradient_accumulation_steps: int = 1) -> int:
+  """The examples of one forward pass on one replica: `--train_batch_size` (the examples of one optimizer
+  step, Google's meaning) over the replicas and the micro-batches of `--gradient_accumulation_steps`.
+
+  Raises:
+    OptionError: the batch does not split evenly, with the numbers.
+  """
+  if gradient_accumulation_steps < 1:
+    raise OptionError(f"--gradient_accumulation_steps must be at least 1, not {gradient_accumulation_steps}.")
+  parts = num_replicas * gradient_accumulation_steps
+  if global_batch_size <= 0 or global_batch_size % parts:
+    raise OptionError(
+        f"--train_batch_size={global_batch_size} does not split into {num_replicas} replica(s) x "
+        f"{gradient_accumulation_steps} micro-batch(es) (--gradient_accumulation_steps): it must be a positive "
+        f"multiple of {parts}.")
+  return global_batch_size // parts
+
+
+def _split_into_micro_batches(tensor, num_micro_batches: int):
+  """`[batch, ...]` -> `[num_micro_batches, batch / num_micro_batches, ...]`, keeping the static inner shape."""
+  inner = tensor.shape[1:]
+  if inner.is_fully_defined():
+    return tf.reshape(tensor, [num_micro_batches, -1] + inner.as_list())
+  return tf.reshape(tensor, tf.concat([[num_micro_batches, -1], tf.shape(tensor)[1:]], 0))
+
+
+def replica_train_step(model, optimizer, objective, loss_scaling: bool, jit_compile: bool = False,
+                       gradient_accumulation_steps: int = 1):
+  """The per-replica training step: forward, loss, backward (per micro-batch), all-reduce, clip to global
+  norm 1.0, one update.
 
   Args:
     model: the built model (called once), whose trainable variables are updated.
     optimizer: its optimizer (a `LossScaleOptimizer` when `loss_scaling`).
-    replica_loss: batch -> (loss, sums). `loss` is this replica's share of the global-batch loss (its sum
-      over the replicas is the loss of the whole batch); `sums` is a float32 vector of statistics to report.
+    objective: gives `loss_normalizers(batch)`, a float32 vector of the counts the loss divides by (masked
+      positions, examples), computed from the inputs alone; and `replica_loss(model)`, a function of
+      (batch, those counts summed over the whole global batch) that returns (loss, sums): `loss` is this
+      batch's share of the global-batch loss (the shares of every micro-batch and replica add up to the loss
+      of the whole batch), `sums` a float32 vector of statistics to report (`objective.sum_names`).
     loss_scaling: scale the loss for float16.
     jit_compile: compile the whole step with XLA, as on a TPU.
+    gradient_accumulation_steps: micro-batches this replica's batch is split into; their gradients are summed
+      in float32 before the single all-reduce, clip and update, so that N micro-batches of b/N reach the
+      weights of one batch of b.
 
   Returns:
-    A function of one per-replica batch that returns that replica's `sums`; run it with `strategy.run`.
+    A function of one per-replica batch that returns that replica's `sums` over the whole batch; run it
+    with `strategy.run`.
   """
+  replica_loss = objective.replica_loss(model)
+  variables = model.trainable_variables
 
-  def step(batch):
-    context = tf.distribute.get_replica_context()
-    variables = model.trainable_variables
+  def micro_batch_gradients(batch, normalizers):
     with tf.GradientTape() as tape:
-      loss, sums = replica_loss(batch)
+      loss, sums = replica_loss(batch, normalizers)
       scaled_loss = optimizer.get_scaled_loss(loss) if loss_scaling else loss
     gradients = tape.gradient(scaled_loss, variables)
     if loss_scaling:
       gradients = optimizer.get_unscaled_gradients(gradients)
-    gradients = [tf.convert_to_tensor(g) for g in gradients]  # embedding slices → dense, for all-reduce/XLA
+    # Embedding slices → dense, for accumulation, all-reduce and XLA. The variables are float32 under
+    # every precision policy, so are their gradients and the sums of them.
+    return [tf.convert_to_tensor(g) for g in gradients], sums
+
+  def accumulated_gradients(batch, normalizers):
+    micro_batches = tf.nest.map_structure(
+        lambda t: _split_into_micro_batches(t, gradient_accumulation_steps), batch)
+
+    def accumulate(index, gradient_sums, sums):
+      micro_batch = tf.nest.map_structure(lambda t: t[index], micro_batches)
+      gradients, micro_sums = micro_batch_gradients(micro_batch, normalizers)
+      return index + 1, [total + g for total, g in zip(gradient_sums, gradients)], sums + micro_sums
+
+    initial = (tf.constant(0), [tf.zeros(v.shape, tf.float32) for v in variables],
+               tf.zeros([len(objective.sum_names)], tf.float32))
+    # One micro-batch at a time (parallel_iterations=1): running several at once would hold their
+    # activations together, which is what accumulation is there to avoid.
+    _, gradients, sums = tf.while_loop(lambda index, *_: index < gradient_accumulation_steps, accumulate, initial,
+                                       parallel_iterations=1, maximum_iterations=gradient_accumulation_steps)
+    return gradients, sums
+
+  def step(batch):
+    context = tf.distribute.get_replica_context()
+    normalizers = context.all_reduce(tf.distribute.ReduceOp.SUM, objective.loss_normalizers(batch))
+    if gradient_accumulation_steps == 1:
+      gradients, sums = micro_batch_gradients(batch, normalizers)
+    else:
+      gradients, sums = accumulated_gradients(batch, normalizers)
     gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
     # Google clipped each TPU shard's gradient before the cross-shard sum; this clips the true global one.
     gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
@@ -183,20 +246,24 @@ class Trainer:
   Args:
     strategy: the `tf.distribute` strategy the run was built in.
     run: the run's `RunState`.
-    objective: the loss and metrics (`sum_names`, `progress_groups`, `replica_loss`, `metrics_from_sums`).
-    global_batch_size: examples per step.
+    objective: the loss and metrics (`sum_names`, `progress_groups`, `loss_normalizers`, `replica_loss`,
+      `metrics_from_sums`).
+    global_batch_size: examples per step (per optimizer update).
     jit_compile: compile the step with XLA.
+    gradient_accumulation_steps: micro-batches per replica and step (see `replica_train_step`).
     after_step: runs inside the host loop after each step, beside the step counter (input positions).
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, run: RunState, objective, global_batch_size: int,
-               jit_compile: bool = False, after_step: Optional[Callable[[], None]] = None):
+               jit_compile: bool = False, after_step: Optional[Callable[[], None]] = None,
+               gradient_accumulation_steps: int = 1):
     self.strategy = strategy
     self.run = run
     self.objective = objective
     self.global_batch_size = global_batch_size
-    step_fn = replica_train_step(run.model, run.optimizer, objective.replica_loss(run.model, global_batch_size),
-                                 run.mixed_precision == "float16", jit_compile)
+    micro_batch_size(global_batch_size, strategy.num_replicas_in_sync, gradient_accumulation_steps)
+    step_fn = replica_train_step(run.model, run.optimizer, objective, run.mixed_precision == "float16", jit_compile,
+                                 gradient_accumulation_steps)
     num_sums = len(objective.sum_names)
 
     @tf.function

@@ -1,12 +1,13 @@
-"""ALBERT pretraining on `tf.distribute`: MLM + SOP, Google's LAMB, exact resume, eval, progress.
+"""ALBERT pretraining on `tf.distribute`: MLM + SOP (or MLM only), Google's LAMB, exact resume, eval, progress.
 
 The loop mirrors Google's `run_pretraining.py` (TF1 `TPUEstimator`) in TF2:
 
 - `iterations_per_loop` steps run inside one `tf.function` (the TPU host loop), fed by datasets from
   `distribute_datasets_from_function` with a per-replica batch and per-host sharding;
 - the MLM loss `Σ w·CE / (Σ w + 1e-5)` and the SOP cross-entropy are reduced over the *global* batch
-  under every strategy; gradients are summed across replicas, then clipped to global norm 1.0, then
-  applied (Google clipped each TPU shard's gradient before summing);
+  under every strategy; gradients are summed over the micro-batches of `gradient_accumulation_steps` and
+  across replicas, then clipped to global norm 1.0, then applied once (Google clipped each TPU shard's
+  gradient before summing, and had no accumulation);
 - checkpoints hold the model, the optimizer, the step and the input position. The training input is
   position-addressable (`pretraining_dataset.pretraining_dataset(start_example=...)`), because in TF 2.20 a
   distributed iterator cannot be checkpointed: a rerun of the same command restores the checkpoint and
@@ -18,7 +19,7 @@ The loop mirrors Google's `run_pretraining.py` (TF1 `TPUEstimator`) in TF2:
 import dataclasses
 import os
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -69,6 +70,9 @@ class PretrainingOptions:
   random_seed: int = 12345
   jit_compile: bool = False
   log_steps: Optional[int] = None  # progress line every this many steps (default: every host loop)
+  sentence_order_prediction: bool = True  # False: MLM only, no SOP head (Hugging Face's AlbertForMaskedLM)
+  gradient_accumulation_steps: int = 1  # micro-batches per replica and step; train_batch_size stays per step
+  recompute_grad: bool = False  # recompute the shared block's activations in the backward pass
 
 
 def _assign_pairs(targets: List[tf.Variable], sources: List[tf.Variable], where: str):
@@ -95,11 +99,9 @@ class Pretraining:
     self.options = options
     self.strategy = strategy
     self.is_chief = distribution.is_chief(strategy)
-    self.objective = PretrainingObjective()
+    self.objective = PretrainingObjective(options.sentence_order_prediction)
     o = options
-    if o.train_batch_size % strategy.num_replicas_in_sync:
-      raise OptionError(f"--train_batch_size={o.train_batch_size} is not divisible by the "
-                        f"{strategy.num_replicas_in_sync} replicas.")
+    loop.micro_batch_size(o.train_batch_size, strategy.num_replicas_in_sync, o.gradient_accumulation_steps)
     if o.max_seq_length > o.albert_config.max_position_embeddings:
       raise OptionError(f"--max_seq_length={o.max_seq_length} exceeds max_position_embeddings="
                         f"{o.albert_config.max_position_embeddings} of the config.")
@@ -114,7 +116,9 @@ class Pretraining:
       self.examples_per_pipeline = tf.Variable(0, dtype=tf.int64, trainable=False)
       self.num_input_pipelines = tf.Variable(0, dtype=tf.int64, trainable=False)
     self.run = loop.RunState(
-        strategy, o.output_dir, lambda: AlbertPretrainer(o.albert_config), o.mixed_precision, o.random_seed,
+        strategy, o.output_dir,
+        lambda: AlbertPretrainer(o.albert_config, o.sentence_order_prediction, recompute_grad=o.recompute_grad),
+        o.mixed_precision, o.random_seed,
         loop.OptimizerSettings(o.optimizer, o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.poly_power,
                                o.start_warmup_step),
         o.keep_checkpoint_max, dict(examples_per_pipeline=self.examples_per_pipeline,
@@ -122,35 +126,44 @@ class Pretraining:
     self.model = self.run.model
     self.last_eval = None
     if not self.run.restored_from and o.init_checkpoint:
-      if o.init_from_group0:
-        self._init_from_group0(o.init_checkpoint)
-        print(f"Initialised the model from {o.init_checkpoint}.", file=sys.stderr)
-      else:
-        self._init_from_checkpoint(o.init_checkpoint)
+      self._init_from_checkpoint(o.init_checkpoint, o.init_from_group0)
 
   # --- initialisation ----------------------------------------------------------------------------------
 
-  def _init_from_checkpoint(self, path: str):
-    """Google's --init_checkpoint: restores what the checkpoint holds and says which heads start fresh."""
-    prefix, fresh_heads = checkpoint_lib.restore_available_parts(self.model, path)
+  def _init_from_checkpoint(self, path: str, from_group0: bool):
+    """Google's --init_checkpoint (and --init_from_group0): restores what the checkpoint holds and says which
+    heads start fresh and which of its heads this run leaves out."""
+    if from_group0:
+      prefix, fresh_heads, unused_heads = self._init_from_group0(path)
+    else:
+      prefix, fresh_heads, unused_heads = checkpoint_lib.restore_available_parts(self.model, path)
+    names = lambda heads: " and ".join(f"the {checkpoint_lib.HEADS[head]}" for head in heads)
     if not fresh_heads:
-      print(f"Initialised the model from {prefix}.", file=sys.stderr)
-      return
-    restored = ["the encoder"] + [f"the {name}" for head, name in checkpoint_lib.HEADS.items()
-                                  if head not in fresh_heads]
-    fresh = " and ".join(f"the {checkpoint_lib.HEADS[head]}" for head in fresh_heads)
-    print(f"Initialised {' and '.join(restored)} from {prefix}. Not in that checkpoint, so starting from "
-          f"fresh initialisation: {fresh}.", file=sys.stderr)
+      message = f"Initialised the model from {prefix}."
+    else:
+      restored = ["the encoder"] + [f"the {name}" for head, name in checkpoint_lib.HEADS.items()
+                                    if getattr(self.model, head) is not None and head not in fresh_heads]
+      message = (f"Initialised {' and '.join(restored)} from {prefix}. Not in that checkpoint, so starting from "
+                 f"fresh initialisation: {names(fresh_heads)}.")
+    if unused_heads:
+      message += f" Not used (this run has no such head): {names(unused_heads)} of that checkpoint."
+    print(message, file=sys.stderr)
 
-  def _init_from_group0(self, path: str):
-    """Google's --init_from_group0: every parameter group starts from group 0 of a one-group checkpoint."""
+  def _init_from_group0(self, path: str) -> Tuple[str, List[str], List[str]]:
+    """Google's --init_from_group0: every parameter group starts from group 0 of a one-group checkpoint.
+
+    Returns:
+      As `checkpoints.restore_available_parts`, for the one-group model.
+    """
     one_group = AlbertConfig.from_dict(dict(self.options.albert_config.to_dict(), num_hidden_groups=1))
-    source = AlbertPretrainer(one_group)
-    checkpoint_lib.restore_checkpoint(source, path)
+    source = AlbertPretrainer(one_group, self.options.sentence_order_prediction)
+    source(source.dummy_inputs(), training=False)
+    restored = checkpoint_lib.restore_available_parts(source, path)
     _assign_pairs(self._non_group_variables(self.model), self._non_group_variables(source), "outside the groups")
     group0 = [v for block in source.encoder.groups[0] for v in block.variables]
     for group_index, group in enumerate(self.model.encoder.groups):
       _assign_pairs([v for block in group for v in block.variables], group0, f"of group {group_index} (from group 0)")
+    return restored
 
   @staticmethod
   def _non_group_variables(model) -> List[tf.Variable]:
@@ -219,7 +232,8 @@ class Pretraining:
       self.evaluate()  # score it now, so that model.ckpt-best misses no checkpoint
     examples_per_step = o.train_batch_size // pipelines
     trainer = loop.Trainer(self.strategy, self.run, self.objective, o.train_batch_size, o.jit_compile,
-                           after_step=lambda: self.examples_per_pipeline.assign_add(examples_per_step))
+                           after_step=lambda: self.examples_per_pipeline.assign_add(examples_per_step),
+                           gradient_accumulation_steps=o.gradient_accumulation_steps)
     schedule = loop.LoopSchedule(o.num_train_steps, o.iterations_per_loop, o.save_checkpoints_steps, o.log_steps)
     return trainer.train(iter(self._train_dataset()), schedule,
                          os.path.join(o.output_dir, "train") if self.is_chief else None, self._save)

@@ -70,13 +70,24 @@ class AlbertTransformerBlock(tf_keras.layers.Layer):
     x = tf.reshape(x, [batch_size, -1, self.num_attention_heads, self.head_size])
     return tf.transpose(x, [0, 2, 1, 3])
 
-  def call(self, hidden_states, attention_mask_adder, training=None):
+  def _dropout(self, layer, x, training, dropout_seed, site: int):
+    """`layer`'s dropout; with a `dropout_seed`, the same rate drawn statelessly from (seed, site), so that a
+    recomputation draws the same mask as the forward pass did."""
+    if dropout_seed is None:
+      return layer(x, training=training)
+    if not training or not layer.rate:
+      return x
+    return tf.nn.experimental.stateless_dropout(x, layer.rate, seed=dropout_seed + tf.constant([0, site]))
+
+  def call(self, hidden_states, attention_mask_adder, training=None, dropout_seed=None):
     """Applies the block.
 
     Args:
       hidden_states: `[batch, seq, H]`.
       attention_mask_adder: `[batch, 1, 1, seq]`, 0 for real keys and -10000 for padding (Google's adder).
       training: enables dropout.
+      dropout_seed: int32 `[2]`: draw the dropout masks from this seed (stateless), as activation
+        recomputation needs; None uses the dropout layers' own random state.
 
     Returns:
       `[batch, seq, H]`.
@@ -90,15 +101,15 @@ class AlbertTransformerBlock(tf_keras.layers.Layer):
     # Softmax in float32 so that float16/bfloat16 training keeps the -10000 padding adder exact.
     scores = tf.cast(scores, tf.float32) + tf.cast(attention_mask_adder, tf.float32)
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
-    probs = self.attention_dropout(probs, training=training)
+    probs = self._dropout(self.attention_dropout, probs, training, dropout_seed, site=0)
     context = tf.transpose(tf.matmul(probs, value), [0, 2, 1, 3])
     context = tf.reshape(context, [batch_size, -1, self.hidden_size])
 
-    attention = self.hidden_dropout(self.attention_output(context), training=training)
+    attention = self._dropout(self.hidden_dropout, self.attention_output(context), training, dropout_seed, site=1)
     attention = tf.cast(self.attention_layer_norm(attention + hidden_states), self.compute_dtype)
 
     ffn = self.ffn_output(self.intermediate(attention))
-    ffn = self.hidden_dropout(ffn, training=training)
+    ffn = self._dropout(self.hidden_dropout, ffn, training, dropout_seed, site=2)
     return tf.cast(self.output_layer_norm(ffn + attention), self.compute_dtype)
 
   def get_config(self):

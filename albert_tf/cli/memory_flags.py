@@ -1,0 +1,15 @@
+"""The flags that trade compute for memory in the tools that train: gradient accumulation and activation
+recomputation (neither is in Google's code)."""
+
+from absl import flags
+
+
+def define_memory_flags():
+  """--gradient_accumulation_steps and --recompute_grad."""
+  flags.DEFINE_integer(
+      "gradient_accumulation_steps", 1, "Split each replica's share of --train_batch_size into this many "
+      "micro-batches, run one after another, and apply their summed gradients once: --train_batch_size stays the "
+      "examples of one optimizer step (so learning rates keep their meaning) while memory holds one micro-batch.")
+  flags.DEFINE_bool("recompute_grad", False, "Recompute each application of the shared Transformer block in the "
+                    "backward pass instead of keeping its activations: the same gradients, less memory, about a "
+                    "third more compute.")
