@@ -365,11 +365,12 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
 
 # --- Writing -----------------------------------------------------------------------------------------------
 
-def check_output_dir(output_dir: str) -> None:
-  """Refuses a directory that already holds a converted checkpoint, so that nothing written is lost."""
-  if os.path.exists(os.path.join(output_dir, f"{CHECKPOINT_NAME}.index")):
-    raise OptionError(f"{output_dir} already holds {CHECKPOINT_NAME}; choose another --output_dir (nothing "
-                     "was written).")
+def check_output_dir(output_dir: str, other_files: Sequence[str] = ()) -> None:
+  """Refuses a directory that already holds one of `other_files` or a checkpoint, so that nothing written is
+  lost."""
+  for name, path in [(name, name) for name in other_files] + [(CHECKPOINT_NAME, f"{CHECKPOINT_NAME}.index")]:
+    if os.path.exists(os.path.join(output_dir, path)):
+      raise OptionError(f"{output_dir} already holds {name}; choose another --output_dir (nothing was written).")
 
 
 def write_conversion(conversion: Conversion, output_dir: str) -> Dict[str, str]:

@@ -143,13 +143,6 @@ class VocabExtension:
     return "\n".join(lines)
 
 
-def check_output_dir(output_dir: str) -> None:
-  """Refuses a directory that already holds a vocabulary or a checkpoint, so that nothing written is lost."""
-  for name in (f"{SPM_PREFIX}.model", f"{checkpoint_lib.CHECKPOINT_NAME}.index"):
-    if os.path.exists(os.path.join(output_dir, name)):
-      raise OptionError(f"{output_dir} already holds {name}; choose another --output_dir (nothing was written).")
-
-
 def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Union[None, str, Sequence[str]] = None,
                       new_pieces_file: Optional[str] = None, num_new_pieces: int = 10000,
                       do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None,
@@ -185,7 +178,7 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
                       "--new_pieces_file (a word or piece a line).")
   if albert_config_file and not init_checkpoint:
     raise OptionError("--albert_config_file is the config of --init_checkpoint; give both or neither.")
-  check_output_dir(output_dir)
+  conversion.check_output_dir(output_dir, [f"{SPM_PREFIX}.model"])
   options = options_lib.resolve_options(spm_model_file, do_lower_case, keep_accents)
   old_tokenizer = SentencePieceTokenizer(spm_model_file, options.do_lower_case, options.keep_accents)
   for path in parity_text_files:

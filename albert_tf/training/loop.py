@@ -250,7 +250,8 @@ class Trainer:
       `metrics_from_sums`).
     global_batch_size: examples per step (per optimizer update).
     jit_compile: compile the step with XLA.
-    gradient_accumulation_steps: micro-batches per replica and step (see `replica_train_step`).
+    gradient_accumulation_steps: micro-batches per replica and step (see `replica_train_step`); the driver
+      checks the batch splits (`micro_batch_size`) before anything is written.
     after_step: runs inside the host loop after each step, beside the step counter (input positions).
   """
 
@@ -261,7 +262,6 @@ class Trainer:
     self.run = run
     self.objective = objective
     self.global_batch_size = global_batch_size
-    micro_batch_size(global_batch_size, strategy.num_replicas_in_sync, gradient_accumulation_steps)
     step_fn = replica_train_step(run.model, run.optimizer, objective, run.mixed_precision == "float16", jit_compile,
                                  gradient_accumulation_steps)
     num_sums = len(objective.sum_names)
