@@ -4,8 +4,9 @@ import setuptools
 
 # tools/*.py (Google's script names, run from a checkout) are installed as the package albert_tf_tools, and
 # each as the command albert-<name> (albert-run-pretraining, ...).
-TOOLS = ("create_pretraining_data", "run_pretraining", "run_classifier", "train_sentence_encoder",
-         "train_sentencepiece", "extend_vocab", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
+TOOLS = ("create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1", "run_squad_v2", "run_race",
+         "train_sentence_encoder", "train_sentencepiece", "extend_vocab", "convert_checkpoint", "export_hf",
+         "export_saved_model", "export_tfhub",
          "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning", "benchmark_vocab_extension")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for

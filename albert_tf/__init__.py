@@ -17,7 +17,10 @@ _PUBLIC = {
     "AlbertConfig": "albert_tf.modeling.config",
     "AlbertConfigError": "albert_tf.modeling.config",
     "AlbertEncoder": "albert_tf.modeling.encoder",
+    "AlbertMultipleChoice": "albert_tf.modeling.question_answering",
     "AlbertPretrainer": "albert_tf.modeling.pretrainer",
+    "AlbertQuestionAnswerer": "albert_tf.modeling.question_answering",
+    "AlbertQuestionAnswererV2": "albert_tf.modeling.question_answering",
     "AlbertSentenceEncoder": "albert_tf.modeling.sentence_encoder",
 }
 __all__ = sorted(_PUBLIC)

@@ -75,6 +75,16 @@ BUGS = {
         # the mean of the micro-batches' means (4 of them in the test), not the whole batch's mean
         "loss = sums[mlm_loss] / (sums[1] + _MLM_WEIGHT_EPSILON) / 4",
         ["tests/test_further_pretraining.py", "-k", "micro_batches_reach"]),
+    "squad_answer_ends_a_token_early": Bug(
+        "albert_tf/data/squad.py", "end_position = answer_tokens[1] - start + context_offset",
+        "end_position = answer_tokens[1] - start + context_offset - 1",
+        ["tests/test_squad_data.py", "-k", "punctuation or particles or windows"]),
+    "squad_answers_from_any_window": Bug(
+        "albert_tf/training/squad_predictions.py", "if not feature.token_is_max_context[start_token] or ",
+        "if ", ["tests/test_squad_scoring.py"]),
+    "answer_question_ignores_max_context": Bug(
+        "albert_tf/serving/answer_spans.py", 'start_ok = windows["is_max_context"] & ',
+        'start_ok = windows["in_context"] & ', ["tests/test_reading_comprehension.py", "-k", "in_graph_windows"]),
     "recomputation_redraws_dropout": Bug(
         "albert_tf/modeling/encoder.py", "training=True, dropout_seed=dropout_seed))", "training=True))",
         ["tests/test_further_pretraining.py", "-k", "dropout_masks"]),

@@ -559,3 +559,54 @@ def test_tool_converts_a_hugging_face_folder(tmp_path):
   assert_close("hf tool", our_outputs(converted, batch), hf_outputs(model, batch))
   again = run_tool(*flags)
   assert again.returncode == 2 and "already holds model.ckpt" in again.stderr and "Traceback" not in again.stderr
+
+
+def google_squad_v2_head(values, sequence_output, p_mask):
+  """Google's `create_v2_model` start log-probabilities and no-answer logit in NumPy (all tokens' vectors)."""
+  w = {name: value.astype(np.float64) for name, value in values.items()}
+  start_logits = (sequence_output @ w["start_logits/dense/kernel"] + w["start_logits/dense/bias"])[..., 0]
+  start_logits = start_logits * (1 - p_mask) - 1e30 * p_mask
+  start_log_probs = start_logits - np.log(np.exp(start_logits - start_logits.max(-1, keepdims=True)).sum(
+      -1, keepdims=True)) - start_logits.max(-1, keepdims=True)
+  start_summary = np.einsum("bsh,bs->bh", sequence_output, softmax(start_logits))
+  features = np.tanh(dense(np.concatenate([start_summary, sequence_output[:, 0]], -1), w, "answer_class/dense_0"))
+  return start_log_probs, (features @ w["answer_class/dense_1/kernel"])[:, 0]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_google_squad_checkpoint_converts_to_our_question_answerer(tmp_path, version):
+  config = tiny_config()
+  shapes = google_shapes(config, with_heads=False)
+  h = config.hidden_size
+  if version == 1:  # run_squad_v1.py's head
+    shapes.update({"cls/squad/output_weights": [2, h], "cls/squad/output_bias": [2]})
+  else:  # run_squad_v2.py's XLNet-style head
+    shapes.update({"start_logits/dense/kernel": [h, 1], "start_logits/dense/bias": [1],
+                   "end_logits/dense_0/kernel": [2 * h, h], "end_logits/dense_0/bias": [h],
+                   "end_logits/LayerNorm/gamma": [h], "end_logits/LayerNorm/beta": [h],
+                   "end_logits/dense_1/kernel": [h, 1], "end_logits/dense_1/bias": [1],
+                   "answer_class/dense_0/kernel": [2 * h, h], "answer_class/dense_0/bias": [h],
+                   "answer_class/dense_1/kernel": [h, 1]})
+  values = random_values(shapes, seed=version)
+  write_google_checkpoint(tmp_path / "google", values, config)
+  result, _ = conversion.convert("google", str(tmp_path / "google"), str(tmp_path / "out"))
+  assert result.parts == ["encoder", "SQuAD v1 head" if version == 1 else "SQuAD v2 head"]
+  assert result.num_tensors == len(values)
+  batch = padded_batch(config.vocab_size)
+  sequence_output = google_forward(values, config, batch)["sequence_output"]
+  if version == 1:
+    logits = sequence_output @ values["cls/squad/output_weights"].T.astype(np.float64) + values["cls/squad/output_bias"]
+    ours = result.model(batch)
+    assert_close("google squad v1", {"start": ours["start_logits"], "end": ours["end_logits"]},
+                 {"start": logits[..., 0], "end": logits[..., 1]})
+  else:
+    p_mask = (batch["input_type_ids"].numpy() == 0).astype(np.float64)
+    p_mask[:, 0] = 0
+    expected_start, expected_no_answer = google_squad_v2_head(values, sequence_output, p_mask)
+    inputs = dict(batch, p_mask=tf.constant(p_mask, tf.int32), start_positions=tf.zeros([3], tf.int32))
+    ours = result.model(inputs)
+    assert_close("google squad v2", {"start": np.where(p_mask > 0, 0, ours["start_log_probs"]),
+                                     "no_answer": ours["cls_logits"]},
+                 {"start": np.where(p_mask > 0, 0, expected_start), "no_answer": expected_no_answer})
+  restored, _ = build_model_for_checkpoint(config, str(tmp_path / "out"))
+  assert type(restored) is type(result.model)

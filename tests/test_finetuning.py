@@ -22,7 +22,7 @@ from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import GraphTokenizer
-from albert_tf.training import distribution, finetuning, metrics, run_directory
+from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
 from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
 from conftest import (GLUE_FILES, REPO, SHARED, SP8K_MODEL, free_ports, kill_once_a_checkpoint_is_written,
                       requires_shared, write)
@@ -62,15 +62,19 @@ def test_every_glue_processor_trains_evaluates_and_predicts(glue_dir, tmp_path, 
   text = (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   for metric in task.metric_names:
     assert f"{metric} = " in text
+  # The names of Google's run_classifier.py too, for scripts written against its eval_results.txt.
+  google_names = {"cola": ["matthew_corr", "eval_accuracy"], "sts-b": ["pearson", "MSE"]}.get(name, ["eval_accuracy"])
+  for google_name in google_names + ["eval_loss"]:
+    assert re.search(rf"^{google_name} = -?[0-9.e+-]+$", text, re.MULTILINE), google_name
   best = json.loads((tmp_path / "run" / run_directory.BEST_CHECKPOINT_INFO).read_text())
   assert best["global_step"] == 2 and task.primary_metric in best
   assert results["weights"].endswith(run_directory.BEST_CHECKPOINT)
 
   test_examples = task.read_examples(str(glue_dir), "test")
-  submitted = read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)
+  submitted = read_tsv(tmp_path / "run" / finetuning_objectives.SUBMIT_RESULTS)
   assert submitted[0] == ["index", "prediction"]
   assert [row[0] for row in submitted[1:]] == [example.guid for example in test_examples]
-  raw = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
+  raw = np.array(read_tsv(tmp_path / "run" / finetuning_objectives.TEST_RESULTS), np.float64)
   if task.is_regression:
     assert raw.shape == (len(test_examples), 1)
     np.testing.assert_allclose([float(row[1]) for row in submitted[1:]], raw[:, 0], rtol=1e-6)
@@ -108,10 +112,13 @@ def test_losses_and_metrics_are_googles():
   regression = ClassifierObjective(get_task("sts-b"))
   scores = np.array([[1.0], [3.5], [2.0]], np.float32)
   gold = np.array([1.5, 3.0, 0.0], np.float32)
-  evaluation = regression.evaluation_metrics(scores, gold)
+  split = finetuning_dataset.EncodedSplit({}, gold, ["a", "b", "c"], max_seq_length=8)
+  evaluation = regression.evaluation_metrics(scores, split)
   assert evaluation["loss"] == pytest.approx(np.mean((scores[:, 0] - gold) ** 2), rel=1e-6)
   assert evaluation["pearson"] == pytest.approx(metrics.pearson(scores[:, 0], gold))
-  assert set(evaluation) == {"loss", "pearson", "spearman", "mse"}
+  # Google's run_classifier names beside ours: STS-B's pearson, MSE and eval_loss.
+  assert set(evaluation) == {"loss", "pearson", "spearman", "mse", "MSE", "eval_loss"}
+  assert evaluation["MSE"] == evaluation["mse"] and evaluation["eval_loss"] == evaluation["loss"]
 
 
 def test_sentence_similarity_loss_fits_cosines_to_scaled_scores():
@@ -283,8 +290,8 @@ class ScriptedAccuracy(ClassifierObjective):
     super().__init__(task)
     self.script = list(script)
 
-  def evaluation_metrics(self, outputs, labels):
-    return dict(super().evaluation_metrics(outputs, labels), accuracy=self.script.pop(0))
+  def evaluation_metrics(self, outputs, split):
+    return dict(super().evaluation_metrics(outputs, split), accuracy=self.script.pop(0))
 
 
 def restored_classifier(task, prefix):
@@ -307,7 +314,9 @@ def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, 
                         learning_rate=1e-2, export_dir=str(tmp_path / "export"))
   results = finetuning.run(run_options, ScriptedAccuracy(task, [0.4, 0.9, 0.6]), ONE_DEVICE)
   assert results["weights"].endswith(run_directory.BEST_CHECKPOINT)
-  assert run_directory.read_best_info(str(tmp_path / "run")) == {"global_step": 4, "accuracy": 0.9}
+  best_info = run_directory.read_best_info(str(tmp_path / "run"))
+  assert best_info["global_step"] == 4 and best_info["accuracy"] == 0.9  # with every metric of that evaluation
+  assert {"loss", "eval_loss", "eval_examples"} <= set(best_info)
   # keep_checkpoint_max=2: model.ckpt-2 is gone; model.ckpt-best keeps step 4's weights after ckpt-4 goes too.
   assert sorted(p.name for p in (tmp_path / "run").glob("model.ckpt-*.index")) == [
       "model.ckpt-4.index", "model.ckpt-6.index", "model.ckpt-best.index"]
@@ -321,9 +330,9 @@ def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, 
   expected = tf.nn.softmax(step4(inputs, training=False)["logits"]).numpy()
   last = tf.nn.softmax(step6(inputs, training=False)["logits"]).numpy()
   assert np.abs(expected - last).max() > 1e-3  # the two choices give different, detectable outputs
-  raw = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
+  raw = np.array(read_tsv(tmp_path / "run" / finetuning_objectives.TEST_RESULTS), np.float64)
   np.testing.assert_allclose(raw, expected, atol=1e-5)
-  assert [row[1] for row in read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1:]] == [
+  assert [row[1] for row in read_tsv(tmp_path / "run" / finetuning_objectives.SUBMIT_RESULTS)[1:]] == [
       task.label_list[i] for i in expected.argmax(-1)]
   loaded = tf.saved_model.load(results["export"])
   served = loaded.signatures["classify_text_pair"](text_a=tf.constant([e.text_a for e in test_examples]),
@@ -433,7 +442,7 @@ def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained)
   assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text())["score_range"] == [3.8, 5.0]
   assert {"spearman", "pearson", "loss"} <= set(run.last_eval)
   run.predict()
-  cosines = np.array(read_tsv(tmp_path / "run" / finetuning.TEST_RESULTS), np.float64)
+  cosines = np.array(read_tsv(tmp_path / "run" / finetuning_objectives.TEST_RESULTS), np.float64)
   # The exported sentence_embedding gives the encoder's embeddings, whose dot product is the cosine predicted.
   module = saved_model.AlbertServingModule(run.model.encoder, GraphTokenizer(SP8K_MODEL), SEQ)
   embeddings = module.sentence_embedding(tf.constant(["A girl sings.", "A girl talks."]))["embedding"]
@@ -460,7 +469,7 @@ def test_tsv_labels_are_kept_for_later_runs(tmp_path):
   model = restored_classifier(task, str(tmp_path / "run"))
   logits = model(GraphTokenizer(SP8K_MODEL).encode_and_pack(tf.constant(["fine"]), None, SEQ))["logits"]
   guid = task.read_examples(str(tmp_path / "data"), "test")[0].guid
-  assert read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)[1] == [guid, task.label_list[int(np.argmax(logits))]]
+  assert read_tsv(tmp_path / "run" / finetuning_objectives.SUBMIT_RESULTS)[1] == [guid, task.label_list[int(np.argmax(logits))]]
   other = get_task("tsv", dataclasses.replace(tsv_format, label_list=("c", "b", "a")))
   with pytest.raises(TaskError, match="was trained with labels \\['a', 'b', 'c'\\]"):
     finetuning.run(options(tmp_path / "data", tmp_path / "run", do_train=False), ClassifierObjective(
@@ -525,7 +534,7 @@ def test_run_classifier_tool_trains_evaluates_predicts_and_exports(glue_dir, tmp
   assert result.returncode == 0, result.stderr[-3000:]
   assert "step 2/2 | loss" in result.stderr and "examples/s | ETA" in result.stderr
   assert "f1 = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
-  assert len(read_tsv(tmp_path / "run" / finetuning.SUBMIT_RESULTS)) == 2
+  assert len(read_tsv(tmp_path / "run" / finetuning_objectives.SUBMIT_RESULTS)) == 2
   assert os.listdir(tmp_path / "run" / "train") and os.listdir(tmp_path / "run" / "eval")  # TensorBoard
   loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
   pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(["He said ."]), text_b=tf.constant(["He did ."]))

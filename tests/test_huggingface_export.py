@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from safetensors import numpy as safetensors_numpy
 import torch
 import transformers
@@ -16,6 +17,7 @@ from albert_tf.errors import OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
+from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -318,3 +320,49 @@ def test_sentence_encoder_exports_as_albert_model(tmp_path):
   mean = (hidden.numpy() * mask).sum(1) / mask.sum(1)
   np.testing.assert_allclose(mean / np.linalg.norm(mean, axis=1, keepdims=True), model(batch)["embedding"],
                              atol=1e-4, rtol=0)
+
+
+def test_squad_model_loads_as_question_answering_with_our_logits(tmp_path):
+  config = tiny_config()
+  model = AlbertQuestionAnswerer(config)
+  batch = padded_batch(config.vocab_size)
+  model(batch)
+  randomize(model)
+  save_checkpoint(model, str(tmp_path / "run" / "model.ckpt-3"))
+  restored, _ = build_model_for_checkpoint(config, str(tmp_path / "run"))
+  assert isinstance(restored, AlbertQuestionAnswerer)
+  export_to_hf(restored, str(tmp_path / "hf"))
+  hf_model, info = transformers.AlbertForQuestionAnswering.from_pretrained(str(tmp_path / "hf"),
+                                                                          output_loading_info=True)
+  assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+  hf_model.eval()
+  with torch.no_grad():
+    out = hf_model(**torch_inputs(batch))
+  ours = model(batch)
+  np.testing.assert_allclose(out.start_logits.numpy(), ours["start_logits"], atol=1e-4, rtol=0)
+  np.testing.assert_allclose(out.end_logits.numpy(), ours["end_logits"], atol=1e-4, rtol=0)
+
+
+def test_multiple_choice_model_loads_as_multiple_choice_with_our_logits(tmp_path):
+  config = tiny_config(num_hidden_groups=2)
+  model = AlbertMultipleChoice(config, dropout_rate=0.0)
+  flat = padded_batch(config.vocab_size, batch_size=8, seq_length=30)
+  batch = {key: tf.reshape(flat[key], [2, 4, -1]) for key in ("input_word_ids", "input_mask", "input_type_ids")}
+  model(batch)
+  randomize(model)
+  save_checkpoint(model, str(tmp_path / "run" / "model.ckpt-3"))
+  restored, _ = build_model_for_checkpoint(config, str(tmp_path / "run"))
+  assert isinstance(restored, AlbertMultipleChoice)
+  export_to_hf(restored, str(tmp_path / "hf"))
+  hf_model, info = transformers.AlbertForMultipleChoice.from_pretrained(str(tmp_path / "hf"),
+                                                                       output_loading_info=True)
+  assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+  np.testing.assert_allclose(hf_logits(hf_model, batch), model(batch)["logits"], atol=1e-4, rtol=0)
+
+
+def test_squad_v2_model_is_refused_before_anything_is_written(tmp_path):
+  model = AlbertQuestionAnswererV2(tiny_config())
+  model(model.dummy_inputs())
+  with pytest.raises(OptionError, match="no ALBERT class for this model's head"):
+    export_to_hf(model, str(tmp_path / "hf"))
+  assert not (tmp_path / "hf").exists()

@@ -88,3 +88,13 @@ def test_compute_metrics_gives_each_task_its_set():
   for name in ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte", "wnli"):
     assert get_task(name).primary_metric in get_task(name).metric_names
     assert set(get_task(name).metric_names) <= set(metrics.METRICS)
+
+
+def test_race_accuracy():
+  scores = metrics.race_accuracy([0, 1, 2, 3, 0], [0, 1, 0, 3, 1], ["middle", "high", "high", "middle", "high"])
+  assert scores == {"accuracy": 0.6, "examples": 5, "accuracy_high": pytest.approx(1 / 3), "examples_high": 3,
+                    "accuracy_middle": 1.0, "examples_middle": 2}
+  assert metrics.race_accuracy([1], [1], ["high"]) == {"accuracy": 1.0, "examples": 1, "accuracy_high": 1.0,
+                                                       "examples_high": 1}
+  with pytest.raises(ValueError):
+    metrics.race_accuracy([1, 2], [1], ["high"])

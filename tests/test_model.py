@@ -112,6 +112,8 @@ def test_activations_match_their_formulas():
     layers.SentenceOrderHead(hidden_size=16),
     layers.ClassificationHead(hidden_size=16, num_classes=3, dropout_rate=0.1),
     layers.MeanPooling(l2_normalize=False),
+    layers.SpanLogitsHead(hidden_size=16, initializer_range=0.05),
+    layers.XLNetSpanHead(hidden_size=16, start_n_top=3, end_n_top=2, dropout_rate=0.2),
 ], ids=lambda layer: type(layer).__name__)
 def test_layer_get_config_round_trips(layer):
   config = layer.get_config()
@@ -121,11 +123,40 @@ def test_layer_get_config_round_trips(layer):
 
 
 @pytest.mark.parametrize("model_class", [albert_tf.AlbertEncoder, albert_tf.AlbertPretrainer,
-                                         albert_tf.AlbertClassifier, albert_tf.AlbertSentenceEncoder])
+                                         albert_tf.AlbertClassifier, albert_tf.AlbertSentenceEncoder,
+                                         albert_tf.AlbertQuestionAnswerer, albert_tf.AlbertQuestionAnswererV2,
+                                         albert_tf.AlbertMultipleChoice])
 def test_model_get_config_round_trips(model_class):
   model = model_class(tiny_config(num_hidden_groups=2))
   clone = model_class.from_config(model.get_config())
   assert clone.config == model.config and clone.get_config() == model.get_config()
+
+
+def test_reading_comprehension_heads_are_googles():
+  """SQuAD v2's head masks p_mask tokens, conditions the end on the start and beams at inference; RACE's scores
+  each option alone."""
+  config = tiny_config()
+  batch = padded_batch(config.vocab_size)
+  p_mask = tf.cast(batch["input_type_ids"] == 0, tf.int32) * tf.constant([[0] + [1] * 10])
+  v2 = albert_tf.AlbertQuestionAnswererV2(config, start_n_top=3, end_n_top=2)
+  beam = v2(dict(batch, p_mask=p_mask))
+  assert beam["start_top_index"].shape == (3, 3) and beam["end_top_index"].shape == (3, 6)
+  # No start or end falls on a masked token: [CLS] and the second segment only.
+  for name in ("start_top_index", "end_top_index"):
+    assert not tf.reduce_any(tf.gather(p_mask, beam[name], batch_dims=1) > 0)
+  training = v2(dict(batch, p_mask=p_mask, start_positions=tf.constant([0, 0, 0])), training=True)
+  np.testing.assert_allclose(tf.reduce_sum(tf.exp(training["end_log_probs"]), -1), 1.0, atol=1e-5)
+  # The end distribution depends on the start it is conditioned on.
+  moved = v2(dict(batch, p_mask=p_mask, start_positions=tf.constant([5, 5, 5])), training=False)
+  other = v2(dict(batch, p_mask=p_mask, start_positions=tf.constant([0, 0, 0])), training=False)
+  assert not np.allclose(moved["end_log_probs"], other["end_log_probs"])
+
+  choices = albert_tf.AlbertMultipleChoice(config, dropout_rate=0.0)
+  stacked = {key: tf.stack([batch[key], batch[key][::-1]], axis=1) for key in ("input_word_ids", "input_mask",
+                                                                              "input_type_ids")}
+  logits = choices(stacked)["logits"]
+  assert logits.shape == (3, 2)
+  np.testing.assert_allclose(logits[:, 0], logits[::-1, 1], atol=1e-5)  # each option scored on its own
 
 
 def test_classifier_outputs_and_labels():

@@ -263,8 +263,10 @@ def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path, mo
   accuracies = [e["masked_lm_accuracy"] for e in evaluations]
   assert len(set(accuracies)) > 1, accuracies  # otherwise any choice would pass
   best_step = evaluations[int(np.argmax(accuracies))]["global_step"]
-  assert run_directory.read_best_info(str(tmp_path)) == {"global_step": best_step,
-                                                     "masked_lm_accuracy": max(accuracies)}
+  best_info = run_directory.read_best_info(str(tmp_path))
+  assert best_info["global_step"] == best_step and best_info["masked_lm_accuracy"] == max(accuracies)
+  assert best_info == {key: value for key, value in evaluations[int(np.argmax(accuracies))].items()
+                       if isinstance(value, (int, float))}  # every metric of that evaluation
   best_weights = tf.train.load_checkpoint(str(tmp_path / run_directory.BEST_CHECKPOINT))
   step_weights = tf.train.load_checkpoint(str(tmp_path / f"model.ckpt-{best_step}"))
   model_keys = [key for key in best_weights.get_variable_to_shape_map() if key.startswith("model/")]

@@ -202,7 +202,7 @@ def fine_tune(dataset: str, task_kind: str, num_train: int, output_dir: str) -> 
     finetuning.run(options, finetuning_objectives.ClassifierObjective(task), distribution.get_strategy("one_device"))
     with open(os.path.join(run_dir, "best_checkpoint.json"), encoding="utf-8") as reader:
       best = json.load(reader)
-    with open(os.path.join(run_dir, finetuning.SUBMIT_RESULTS), encoding="utf-8") as reader:
+    with open(os.path.join(run_dir, finetuning_objectives.SUBMIT_RESULTS), encoding="utf-8") as reader:
       predicted = [row[1] for row in csv.reader(reader, delimiter="\t")][1:]
     if task_kind == "regression":
       test = metrics.pearson(np.array(predicted, np.float64), gold)

@@ -5,7 +5,9 @@
 
 writes serving/albert/1/ (the next free version) with the signatures serving_default (ids), encode_text,
 encode_text_pair and sentence_embedding (strings, tokenized in the graph), fill_mask for checkpoints with the
-masked-LM head, and classify_text / classify_text_pair for a fine-tuned classifier (run_classifier's output).
+masked-LM head, classify_text / classify_text_pair for a fine-tuned classifier (run_classifier's output), and
+answer_question for a SQuAD model (run_squad_v1/v2's output: read as that run read, v2 with the no-answer
+threshold of its best evaluation).
 Load it with `import tensorflow_text` (registers the SentencePiece op) and `tf.saved_model.load`.
 """
 
@@ -21,6 +23,7 @@ from albert_tf.cli import tokenizer_flags
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
+from albert_tf.training import reading_objectives
 
 FLAGS = flags.FLAGS
 
@@ -41,7 +44,8 @@ def main(argv):
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
   path = saved_model.export_saved_model(
       model, FLAGS.export_dir, FLAGS.spm_model_file, FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case,
-      keep_accents=FLAGS.keep_accents, fill_mask_top_k=FLAGS.fill_mask_top_k, version=FLAGS.export_version)
+      keep_accents=FLAGS.keep_accents, fill_mask_top_k=FLAGS.fill_mask_top_k, version=FLAGS.export_version,
+      question_answering=reading_objectives.run_serving_options(prefix))
   if getattr(model, "masked_lm_head", None) is None:
     print(f"{prefix} has no masked-LM head, so the SavedModel has no fill_mask signature.")
   signatures = tf.saved_model.load(path).signatures  # also checks that it loads

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -99,12 +99,15 @@ class EncodedSplit:
     labels: one per example: int32 class ids or float32 values (zeros where the split is unlabeled).
     guids: the examples' ids, for prediction files.
     max_seq_length: the packed length.
+    source: what the objective needs besides the rows to score or write predictions (SQuAD's examples
+      and token maps, RACE's levels); None for the classification tasks.
   """
 
   sequences: Dict[str, PackedSequences]
   labels: np.ndarray
   guids: List[str]
   max_seq_length: int
+  source: Any = None
 
   @property
   def num_examples(self) -> int:

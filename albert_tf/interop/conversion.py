@@ -45,7 +45,7 @@ class Conversion:
 
   Attributes:
     source: the checkpoint prefix or folder converted.
-    model: the built `AlbertEncoder` or `AlbertPretrainer`, holding the converted weights.
+    model: the built model (an `AlbertEncoder`, `AlbertPretrainer` or SQuAD model) with the converted weights.
     num_tensors: source tensors converted into variables.
     ignored: source tensors left out by design, counted by reason.
     notes: what the user should know about the result.
@@ -66,8 +66,8 @@ class Conversion:
   @property
   def parts(self) -> List[str]:
     """The parts converted: the encoder, then the heads."""
-    return ["encoder"] + [name for head, name in checkpoint_lib.HEADS.items()
-                          if getattr(self.model, head, None) is not None]
+    heads = dict(checkpoint_lib.HEADS, **checkpoint_lib.TASK_HEADS)
+    return ["encoder"] + [name for head, name in heads.items() if getattr(self.model, head, None) is not None]
 
 
 def _fill_variables(targets: Dict[str, Tuple[tf.Variable, bool]], shapes: Dict[str, List[int]],
@@ -116,7 +116,9 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
 
   Returns:
     The conversion: `cls/predictions` gives the masked-LM head and `cls/seq_relationship` the
-    sentence-order head; without them the model is the encoder.
+    sentence-order head; without them the model is the encoder. A checkpoint fine-tuned by Google's
+    `run_squad_v1.py` (`cls/squad`) or `run_squad_v2.py` (`start_logits`, `end_logits`, `answer_class`) gives
+    `AlbertQuestionAnswerer` or `AlbertQuestionAnswererV2` (beam 5 × 5).
 
   Raises:
     FileNotFoundError: no checkpoint or config where given or expected.
@@ -147,13 +149,19 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
   heads = {head for head, scope in (("masked_lm_head", "cls/predictions/"),
                                     ("sentence_order_head", "cls/seq_relationship/"))
            if any(name.startswith(scope) for name in source_name)}
-  model = checkpoint_lib.model_with_heads(config, heads)
+  squad_heads = {head for head, scope in ((checkpoint_lib.SQUAD_HEAD, "cls/squad/"),
+                                          (checkpoint_lib.SQUAD_V2_HEAD, "start_logits/"))
+                 if any(name.startswith(scope) for name in source_name)}
+  if squad_heads:  # fine-tuned by run_squad_v1.py or run_squad_v2.py
+    model = checkpoint_lib.reading_comprehension_model(config, squad_heads, {})
+  else:
+    model = checkpoint_lib.model_with_heads(config, heads)
   targets = {names.google: (variable, False) for names, variable in named_weights(model)}
   num_tensors = _fill_variables(
       targets, {name: weights[original] for name, original in source_name.items()},
       lambda name: reader.get_tensor(source_name[name]), prefix,
-      f"Does {config_file} match the checkpoint? Fine-tuned task heads (e.g. output_weights, cls/squad) "
-      "have no place in an ALBERT pretraining model.")
+      f"Does {config_file} match the checkpoint? Classifier heads (top-level output_weights) "
+      "have no place in an ALBERT pretraining or SQuAD model.")
   spm_model_file = spm_model_file or _single_spm_model(directory)
   return Conversion(prefix, model, num_tensors, ignored, spm_model_file=spm_model_file,
                     **_recorded_tokenizer_options(spm_model_file))

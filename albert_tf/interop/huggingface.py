@@ -43,13 +43,27 @@ def hf_config_dict(config: AlbertConfig) -> Dict:
 
 
 def hf_state_dict(model) -> Dict[str, np.ndarray]:
-  """Hugging Face `AlbertForPreTraining` (`AlbertForMaskedLM`, `AlbertModel`) tensors of a model, float32.
+  """Hugging Face tensors of a model (`AlbertForPreTraining`, `AlbertForMaskedLM`, `AlbertModel`, or the
+  fine-tuned classes of `_architecture_config`), float32.
 
   Google's code creates no E→H projection when E == H, but Hugging Face always has one: it gets the
   identity matrix and a zero bias, which computes the same function.
+
+  Raises:
+    OptionError: a model with weights transformers has no place for (SQuAD v2's XLNet-style head).
   """
+  named = named_weights(model)
+  without_hf_name = sorted({names.google.split("/")[0] for names, _ in named if names.hf is None})
+  if without_hf_name:
+    raise OptionError(f"transformers has no ALBERT class for this model's head ({', '.join(without_hf_name)}: "
+                      "Google's SQuAD v2 head, from XLNet); export it as a SavedModel "
+                      "(tools/export_saved_model.py or --export_dir) instead.")
+  # AlbertForQuestionAnswering has no pooler (transformers builds it with add_pooling_layer=False).
+  skipped = ("albert.pooler.",) if getattr(model, "squad_head", None) is not None else ()
   tensors = {}
-  for names, variable in named_weights(model):
+  for names, variable in named:
+    if skipped and names.hf.startswith(skipped):
+      continue
     value = np.asarray(variable.numpy(), dtype=np.float32)
     tensors[names.hf] = np.ascontiguousarray(value.T if names.transpose_for_hf else value)
   encoder = getattr(model, "encoder", model)
@@ -105,6 +119,10 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
 
 def _architecture_config(model) -> Dict:
   """The transformers class of `model`, and a classifier's labels, for `config.json`."""
+  if getattr(model, "squad_head", None) is not None:
+    return {"architectures": ["AlbertForQuestionAnswering"], "num_labels": 2}
+  if getattr(model, "choice_head", None) is not None:
+    return {"architectures": ["AlbertForMultipleChoice"], "classifier_dropout_prob": model.dropout_rate}
   if getattr(model, "classifier_head", None) is not None:
     names = model.label_names or ("LABEL_0",)  # a regression's one output
     return {"architectures": ["AlbertForSequenceClassification"],
@@ -134,7 +152,9 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
                  tokenizer_options: Optional[options_lib.TokenizerOptions] = None,
                  parity_text_files: Sequence[str] = ()) -> HfExport:
   """Writes a Hugging Face folder for a built `AlbertPretrainer` (with or without its SOP head), encoder,
-  `AlbertClassifier` (`AlbertForSequenceClassification`, with its labels) or `AlbertSentenceEncoder` (its encoder).
+  `AlbertClassifier` (`AlbertForSequenceClassification`, with its labels), `AlbertQuestionAnswerer`
+  (`AlbertForQuestionAnswering`), `AlbertMultipleChoice` (`AlbertForMultipleChoice`) or
+  `AlbertSentenceEncoder` (its encoder).
 
   Args:
     model: the model, with its weights restored.
@@ -154,11 +174,12 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
       if not os.path.isfile(path):
         raise InputFileError(f"--parity_text file not found: {path}")
   encoder = getattr(model, "encoder", model)
+  tensors = hf_state_dict(model)  # refuses a head transformers lacks before anything is written
   os.makedirs(output_dir, exist_ok=True)
   paths = {name: os.path.join(output_dir, name) for name in ("config.json", "model.safetensors")}
   config = dict(hf_config_dict(encoder.config), **_architecture_config(model))
   hf_tokenizer.write_json(paths["config.json"], config, sort_keys=True)
-  write_safetensors(paths["model.safetensors"], hf_state_dict(model), metadata={"format": "pt"})
+  write_safetensors(paths["model.safetensors"], tensors, metadata={"format": "pt"})
   if not spm_model_file:
     return HfExport(paths)
   tokenizer_paths, report = hf_tokenizer.write_measured_tokenizer_files(

@@ -7,7 +7,7 @@ exporter goes through `named_weights`, so none of them repeats a mapping.
 """
 
 import dataclasses
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -18,12 +18,14 @@ class WeightNames:
 
   Attributes:
     google: the TF1 variable name in Google's checkpoints.
-    hf: the key in a Hugging Face `AlbertForPreTraining` (or `AlbertForSequenceClassification`) state dict.
+    hf: the key in a Hugging Face `AlbertForPreTraining` (`AlbertForSequenceClassification`,
+      `AlbertForQuestionAnswering`, `AlbertForMultipleChoice`) state dict; None where transformers has no
+      such weight (SQuAD v2's XLNet-style head).
     transpose_for_hf: PyTorch `Linear` weights are [out, in]; TF kernels are [in, out].
   """
 
   google: str
-  hf: str
+  hf: Optional[str]
   transpose_for_hf: bool = False
 
 
@@ -42,14 +44,16 @@ _BLOCK_LAYER_NORM = (
 )
 
 
-def _dense(layer, google: str, hf: str) -> List[Tuple[WeightNames, tf.Variable]]:
-  return [(WeightNames(f"{google}/kernel", f"{hf}.weight", True), layer.kernel),
-          (WeightNames(f"{google}/bias", f"{hf}.bias"), layer.bias)]
+def _dense(layer, google: str, hf: Optional[str]) -> List[Tuple[WeightNames, tf.Variable]]:
+  named = [(WeightNames(f"{google}/kernel", hf and f"{hf}.weight", True), layer.kernel)]
+  if layer.use_bias:
+    named.append((WeightNames(f"{google}/bias", hf and f"{hf}.bias"), layer.bias))
+  return named
 
 
-def _layer_norm(layer, google: str, hf: str) -> List[Tuple[WeightNames, tf.Variable]]:
-  return [(WeightNames(f"{google}/gamma", f"{hf}.weight"), layer.gamma),
-          (WeightNames(f"{google}/beta", f"{hf}.bias"), layer.beta)]
+def _layer_norm(layer, google: str, hf: Optional[str]) -> List[Tuple[WeightNames, tf.Variable]]:
+  return [(WeightNames(f"{google}/gamma", hf and f"{hf}.weight"), layer.gamma),
+          (WeightNames(f"{google}/beta", hf and f"{hf}.bias"), layer.beta)]
 
 
 def _encoder_weights(encoder) -> List[Tuple[WeightNames, tf.Variable]]:
@@ -94,25 +98,49 @@ def _pretraining_head_weights(pretrainer) -> List[Tuple[WeightNames, tf.Variable
   return named
 
 
-def _classifier_head_weights(classifier) -> List[Tuple[WeightNames, tf.Variable]]:
-  head = classifier.classifier_head
-  # Google's run_classifier keeps [num_labels, H] at the top level, as HF's classifier.weight: no transpose.
+def _top_level_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
+  # Google's run_classifier and run_race keep [num_labels, H] at the top level, as HF's classifier.weight:
+  # no transpose.
   return [(WeightNames("output_weights", "classifier.weight"), head.output_weights),
           (WeightNames("output_bias", "classifier.bias"), head.output_bias)]
 
 
-def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
-  """Every variable of a built `AlbertEncoder`, `AlbertPretrainer` or `AlbertClassifier`, with its outside names.
+def _squad_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
+  # Google's [2, H] is HF's qa_outputs.weight as it is.
+  return [(WeightNames("cls/squad/output_weights", "qa_outputs.weight"), head.output_weights),
+          (WeightNames("cls/squad/output_bias", "qa_outputs.bias"), head.output_bias)]
 
-  A pretrainer without its sentence-order head has no `cls/seq_relationship` (`sop_classifier`) names; a
-  classifier's head is Google's `output_weights`/`output_bias` and HF's `classifier`
-  (`AlbertForSequenceClassification`).
+
+def _squad_v2_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
+  # Google's run_squad_v2 scopes; transformers has no ALBERT model with this head.
+  named = _dense(head.start_dense, "start_logits/dense", None)
+  named += _dense(head.end_dense_0, "end_logits/dense_0", None)
+  named += _layer_norm(head.end_layer_norm, "end_logits/LayerNorm", None)
+  named += _dense(head.end_dense_1, "end_logits/dense_1", None)
+  named += _dense(head.answer_class_dense_0, "answer_class/dense_0", None)
+  named += _dense(head.answer_class_dense_1, "answer_class/dense_1", None)
+  return named
+
+
+# Fine-tuning heads: the model attribute and its names.
+_TASK_HEADS = (("classifier_head", _top_level_head_weights), ("choice_head", _top_level_head_weights),
+               ("squad_head", _squad_head_weights), ("squad_v2_head", _squad_v2_head_weights))
+
+
+def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
+  """Every variable of a built model of this package, with its outside names.
+
+  A pretrainer without its sentence-order head has no `cls/seq_relationship` (`sop_classifier`) names. A
+  classifier's and a multiple-choice model's head is Google's top-level `output_weights`/`output_bias` and
+  HF's `classifier`; SQuAD v1's is Google's `cls/squad` and HF's `qa_outputs`; SQuAD v2's keeps Google's
+  `start_logits`, `end_logits` and `answer_class` scopes and has no HF name.
   """
   if not model.built:
     raise ValueError(f"Model {model.name} must be built (called once) before its weights are named.")
   named = _encoder_weights(getattr(model, "encoder", model))
   if getattr(model, "masked_lm_head", None) is not None:
     named += _pretraining_head_weights(model)
-  if getattr(model, "classifier_head", None) is not None:
-    named += _classifier_head_weights(model)
+  for attribute, head_weights in _TASK_HEADS:
+    if getattr(model, attribute, None) is not None:
+      named += head_weights(getattr(model, attribute))
   return named

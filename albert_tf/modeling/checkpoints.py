@@ -24,6 +24,7 @@ from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.pretrainer import AlbertPretrainer
+from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 
 MODEL_KEY = "model"
 # The prefix of checkpoints in a run or conversion directory (Google's): model.ckpt-<step>, model.ckpt.
@@ -32,6 +33,13 @@ OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # The heads of `AlbertPretrainer` (attribute = checkpoint child names), as messages call them.
 HEADS = {"masked_lm_head": "masked-LM head", "sentence_order_head": "sentence-order head"}
 CLASSIFIER_HEAD = "classifier_head"
+# The heads of the reading-comprehension models (see `modeling.question_answering`).
+SQUAD_HEAD = "squad_head"
+SQUAD_V2_HEAD = "squad_v2_head"
+CHOICE_HEAD = "choice_head"
+# The heads of fine-tuned models (attribute = checkpoint child names), as messages call them.
+TASK_HEADS = {CLASSIFIER_HEAD: "classifier head", SQUAD_HEAD: "SQuAD v1 head", SQUAD_V2_HEAD: "SQuAD v2 head",
+              CHOICE_HEAD: "multiple-choice head"}
 # Written by fine-tuning beside its checkpoints: the task and, for a classifier, its labels in head order.
 TASK_INFO_FILE = "task.json"
 _VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
@@ -206,7 +214,9 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
   the sentence-order head when only the masked-LM head is there (as converted from Hugging Face's
   `AlbertForMaskedLM`), the full `AlbertPretrainer` for both heads, and an `AlbertClassifier` for a
   fine-tuned classifier: its labels are those of the `task.json` beside the checkpoint, else the class ids
-  ("0", "1", ...); one output is a regression.
+  ("0", "1", ...); one output is a regression. A SQuAD v1, SQuAD v2 or multiple-choice checkpoint gives
+  `AlbertQuestionAnswerer`, `AlbertQuestionAnswererV2` (its beam from the `task.json` beside it, else
+  Google's 5 × 5) or `AlbertMultipleChoice`.
 
   Args:
     config: the config the checkpoint was written with.
@@ -227,23 +237,50 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
     num_outputs = variables[f"{CLASSIFIER_HEAD}/output_weights"][1][0]
     model = AlbertClassifier(config, _label_names(prefix, num_outputs))
     model(model.dummy_inputs(), training=False)
+  elif parts & {SQUAD_HEAD, SQUAD_V2_HEAD, CHOICE_HEAD}:
+    model = reading_comprehension_model(config, parts, read_task_info(prefix))
   else:
     model = model_with_heads(config, parts & set(HEADS))
   restore_checkpoint(model, prefix)
   return model, prefix
 
 
+def read_task_info(prefix: str) -> Dict:
+  """The task.json that fine-tuning wrote beside a checkpoint ({} when there is none)."""
+  info_file = os.path.join(os.path.dirname(prefix), TASK_INFO_FILE)
+  if not os.path.exists(info_file):
+    return {}
+  with open(info_file, encoding="utf-8") as reader:
+    return json.load(reader)
+
+
 def _label_names(prefix: str, num_outputs: int) -> Optional[Tuple[str, ...]]:
   """A classifier checkpoint's labels: from the task.json beside it, else the class ids; None for regression."""
   if num_outputs == 1:
     return None
-  info_file = os.path.join(os.path.dirname(prefix), TASK_INFO_FILE)
-  if os.path.exists(info_file):
-    with open(info_file, encoding="utf-8") as reader:
-      labels = json.load(reader).get("label_list")
-    if labels and len(labels) == num_outputs:
-      return tuple(labels)
+  labels = read_task_info(prefix).get("label_list")
+  if labels and len(labels) == num_outputs:
+    return tuple(labels)
   return tuple(str(index) for index in range(num_outputs))
+
+
+def reading_comprehension_model(config: AlbertConfig, parts: Set[str], task_info: Dict) -> tf.Module:
+  """The built SQuAD v1, SQuAD v2 or multiple-choice model whose head is among `parts`.
+
+  Args:
+    config: the model's config.
+    parts: the checkpoint's (or the Google checkpoint's) model parts: `SQUAD_HEAD`, `SQUAD_V2_HEAD` or
+      `CHOICE_HEAD` among them.
+    task_info: the run's task.json (SQuAD v2's beam, `start_n_top` and `end_n_top`), or {}.
+  """
+  if SQUAD_HEAD in parts:
+    model = AlbertQuestionAnswerer(config)
+  elif SQUAD_V2_HEAD in parts:
+    model = AlbertQuestionAnswererV2(config, task_info.get("start_n_top", 5), task_info.get("end_n_top", 5))
+  else:
+    model = AlbertMultipleChoice(config)
+  model(model.dummy_inputs(), training=False)
+  return model
 
 
 def model_with_heads(config: AlbertConfig, heads: Set[str]) -> tf.Module:

@@ -16,6 +16,13 @@ A fine-tuned `AlbertClassifier` exports `classify_text` (`text_a`) and `classify
 `text_b`) → `probabilities`, `predictions` (class ids) and `labels` (their names), or `predictions` (the
 score) for a regression; its `serving_default` classifies ids the same way, as Google's export did.
 
+A SQuAD model (`AlbertQuestionAnswerer`, `AlbertQuestionAnswererV2`) exports `answer_question` (`question`,
+`context`: strings `[batch]`) → `answer` (the best span, cut from the context as given), `score`, and for v2
+`has_answer` and `no_answer_score` (Google's null-score difference; no answer when it is not below the
+threshold the evaluation chose); long contexts are read in Google's doc-stride windows (see `answer_spans`).
+Its `serving_default` takes ids, as Google's SQuAD export (v2 also `p_mask`). A multiple-choice model's
+`serving_default` takes ids `[batch, options, seq]` → `probabilities` and `predictions` over the options.
+
 Loading needs only TensorFlow and `import tensorflow_text` (for the SentencePiece op), not albert-tf.
 The config, the SentencePiece model and its tokenizer options travel along as `assets/albert_config.json`,
 `assets/spiece.model` and `assets/spiece.tokenizer_options.json`.
@@ -31,6 +38,9 @@ import tensorflow as tf
 from albert_tf.errors import OptionError
 from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.layers.pooling import MeanPooling
+from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
+from albert_tf.serving import answer_spans
+from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
 
@@ -38,6 +48,9 @@ _TEXT = tf.TensorSpec([None], tf.string)
 _IDS = tf.TensorSpec([None, None], tf.int32)
 _TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
 _TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
+_QUESTION = tf.TensorSpec([None], tf.string, name="question")
+_CONTEXT = tf.TensorSpec([None], tf.string, name="context")
+_CHOICE_IDS = tf.TensorSpec([None, None, None], tf.int32)
 
 
 class AlbertServingModule(tf.Module):
@@ -159,6 +172,81 @@ class AlbertClassifierServingModule(AlbertServingModule):
                 classify_text_pair=self.classify_text.get_concrete_function(_TEXT_A, _TEXT_B))
 
 
+class AlbertQuestionAnsweringServingModule(AlbertServingModule):
+  """A fine-tuned SQuAD model behind `answer_question`, plus the encoder's signatures.
+
+  Args:
+    model: a restored `AlbertQuestionAnswerer` or `AlbertQuestionAnswererV2`.
+    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+    options: how questions and contexts are read, as in training.
+  """
+
+  def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, options: QuestionAnsweringOptions,
+               asset_files: Optional[dict] = None):
+    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
+    options.check(max_seq_length)
+    self.model = model
+    self.options = options
+    self.is_v2 = isinstance(model, AlbertQuestionAnswererV2)
+    threshold = options.no_answer_threshold
+    self.no_answer_threshold = tf.constant(float("inf") if threshold is None else threshold, tf.float32)
+    # Saving traces every tf.function the module holds: only the one of this model's inputs exists.
+    if self.is_v2:
+      self.serve_spans = tf.function(self._span_beam, input_signature=[_IDS, _IDS, _IDS, _IDS])
+    else:
+      self.serve_spans = tf.function(self._span_logits, input_signature=[_IDS, _IDS, _IDS])
+
+  def _span_logits(self, input_word_ids, input_mask, input_type_ids):
+    return self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                       "input_type_ids": input_type_ids}, training=False)
+
+  def _span_beam(self, input_word_ids, input_mask, input_type_ids, p_mask):
+    return self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                       "input_type_ids": input_type_ids, "p_mask": p_mask}, training=False)
+
+  @tf.function(input_signature=[_QUESTION, _CONTEXT])
+  def answer_question(self, question, context):
+    windows = answer_spans.question_windows(self.tokenizer, question, context, self.max_seq_length, self.options)
+    outputs = self.model(windows["inputs"], training=False)
+    if not self.is_v2:
+      spans = answer_spans.span_scores_v1(windows, outputs["start_logits"], outputs["end_logits"], self.options)
+      return answer_spans.best_answers(context, windows, *spans)
+    answers = answer_spans.best_answers(context, windows, *answer_spans.span_scores_v2(windows, outputs,
+                                                                                        self.options))
+    # Google's null score: the lowest no-answer logit over the question's windows.
+    no_answer_score = tf.math.unsorted_segment_min(outputs["cls_logits"], windows["example"], tf.shape(question)[0])
+    has_answer = (no_answer_score < self.no_answer_threshold) & tf.math.is_finite(answers["score"])
+    return dict(answer=tf.where(has_answer, answers["answer"], ""), score=answers["score"], has_answer=has_answer,
+                no_answer_score=no_answer_score)
+
+  def signatures(self):
+    return dict(super().signatures(), serving_default=self.serve_spans.get_concrete_function(),
+                answer_question=self.answer_question.get_concrete_function())
+
+
+class AlbertMultipleChoiceServingModule(AlbertServingModule):
+  """A fine-tuned `AlbertMultipleChoice` whose `serving_default` scores the options, plus the encoder's signatures.
+
+  Args:
+    model: a restored `AlbertMultipleChoice`.
+    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+  """
+
+  def __init__(self, model: AlbertMultipleChoice, tokenizer: GraphTokenizer, max_seq_length: int,
+               asset_files: Optional[dict] = None):
+    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
+    self.model = model
+
+  @tf.function(input_signature=[_CHOICE_IDS, _CHOICE_IDS, _CHOICE_IDS])
+  def choose(self, input_word_ids, input_mask, input_type_ids):
+    logits = self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                         "input_type_ids": input_type_ids}, training=False)["logits"]
+    return {"probabilities": tf.nn.softmax(logits), "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+  def signatures(self):
+    return dict(super().signatures(), serving_default=self.choose.get_concrete_function())
+
+
 def next_version(export_dir: str) -> int:
   """One more than the highest numeric version under `export_dir` (1 for a new directory)."""
   if not tf.io.gfile.isdir(export_dir):
@@ -169,7 +257,8 @@ def next_version(export_dir: str) -> int:
 
 def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
                        do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None,
-                       fill_mask_top_k: int = 5, version: Optional[int] = None) -> str:
+                       fill_mask_top_k: int = 5, version: Optional[int] = None,
+                       question_answering: Optional[QuestionAnsweringOptions] = None) -> str:
   """Writes a SavedModel of a restored model to `<export_dir>/<version>` and returns that path.
 
   The version directory appears whole or not at all: the model is saved beside it and renamed into place.
@@ -185,6 +274,7 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
       beside `spm_model_file` (see `albert_tf.text.tokenizer_options`), which a given value must agree with.
     fill_mask_top_k: candidates per mask in `fill_mask`.
     version: the version number; default one more than the highest present.
+    question_answering: how a SQuAD model's `answer_question` reads (default Google's flags' defaults).
 
   Raises:
     ValueError: a bad length, top-k or version; FileNotFoundError: no SentencePiece model.
@@ -215,6 +305,11 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
                    os.path.basename(options_file): options_file}
     if isinstance(model, AlbertClassifier):
       module = AlbertClassifierServingModule(model, tokenizer, max_seq_length, asset_files)
+    elif isinstance(model, (AlbertQuestionAnswerer, AlbertQuestionAnswererV2)):
+      module = AlbertQuestionAnsweringServingModule(model, tokenizer, max_seq_length,
+                                                    question_answering or QuestionAnsweringOptions(), asset_files)
+    elif isinstance(model, AlbertMultipleChoice):
+      module = AlbertMultipleChoiceServingModule(model, tokenizer, max_seq_length, asset_files)
     else:
       module = AlbertServingModule(model, tokenizer, max_seq_length, fill_mask_top_k, asset_files)
     staging_dir = os.path.join(export_dir, f".{version}.incomplete")

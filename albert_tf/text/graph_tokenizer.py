@@ -76,6 +76,44 @@ class GraphTokenizer(tf.Module):
     chunk_ids = tf.concat([tf.cast(text_ids, tf.int32), special_ids], axis=1)
     return chunks.with_flat_values(chunk_ids).merge_dims(1, 2)
 
+  def encode_with_offsets(self, text: tf.Tensor):
+    """Ids of each string of a `[batch]` tensor, with each piece's byte span in the string as given.
+
+    Whitespace-separated words are tokenized one by one: SentencePiece never joins pieces across
+    whitespace, so the ids are those of `encode` (without its `[CLS]`/`[SEP]`/`[MASK]` handling: the text
+    is plain text). Where preprocessing keeps a word's number of characters (lower-casing, accents stripped
+    from precomposed letters, Hangul), a piece's span is exact: its characters are the word's characters at
+    the same places. Where it does not (a decomposed accent), every piece of the word spans the word.
+
+    Returns:
+      `ids` int32, `begin` and `end` int64 byte offsets (end exclusive), each `[batch, (pieces)]`.
+    """
+    words, word_begin, _ = tf_text.regex_split_with_offsets(text, f"{PYTHON_WHITESPACE}+")
+    original = words.flat_values
+    preprocessed = self.preprocess(original)
+    ids, piece_begin, piece_end = self._sentencepiece.tokenize_with_offsets(preprocessed)
+    _, preprocessed_chars = tf.strings.unicode_decode_with_offsets(preprocessed, "UTF-8")
+    _, original_chars = tf.strings.unicode_decode_with_offsets(original, "UTF-8")
+    original_length = tf.strings.length(original)
+
+    def to_original(offsets: tf.RaggedTensor) -> tf.RaggedTensor:
+      """Byte offsets in the preprocessed words -> byte offsets in the words as given (same character)."""
+      sorted_chars = preprocessed_chars.to_tensor(tf.int64.max)
+      char_index = tf.searchsorted(sorted_chars, offsets.to_tensor(0), side="left")
+      char_index = tf.RaggedTensor.from_tensor(char_index, lengths=offsets.row_lengths())
+      # The byte where each character of the word begins, and the word's end after its last one.
+      bounds = tf.concat([original_chars, tf.RaggedTensor.from_tensor(
+          tf.cast(original_length, tf.int64)[:, tf.newaxis])], axis=1)
+      return tf.gather(bounds, char_index, batch_dims=1)
+
+    same_chars = tf.equal(preprocessed_chars.row_lengths(), original_chars.row_lengths())[:, tf.newaxis]
+    word_start = tf.cast(word_begin.flat_values, tf.int64)[:, tf.newaxis]
+    word_end = word_start + tf.cast(original_length, tf.int64)[:, tf.newaxis]
+    begin = tf.where(same_chars, word_start + to_original(piece_begin), tf.zeros_like(piece_begin) + word_start)
+    end = tf.where(same_chars, word_start + to_original(piece_end), tf.zeros_like(piece_end) + word_end)
+    return tuple(words.with_flat_values(values).merge_dims(1, 2)
+                 for values in (tf.cast(ids, tf.int32), begin, end))
+
   def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor, max_seq_length):
     """`[CLS] a [SEP] b [SEP]` (or `[CLS] a [SEP]` where b is empty), padded to `max_seq_length`.
 

@@ -1,13 +1,16 @@
 """SentencePiece tokenization with Google's ALBERT text preprocessing, safe for non-Latin scripts.
 
-Preprocessing follows Google's `tokenization.preprocess_text` (whitespace collapsed, `` and '' turned into
-", accents stripped, optional lower-casing), and pieces follow Google's `encode_pieces` (a piece ending in
-"<digit>," is split before the comma).
+Preprocessing follows Google's `tokenization.preprocess_text` (whitespace collapsed, accents stripped,
+optional lower-casing), and pieces follow Google's `encode_pieces` (a piece ending in "<digit>," is split
+before the comma).
 
-One deliberate difference: Google strips accents by deleting every combining character after NFKD, which
-destroys Japanese dakuten (が→か), Hindi viramas (क्या→कया) and Thai tone marks (ไม่→ไม). Here only the
-Unicode blocks of diacritical marks are deleted and the text is recomposed (NFC), so Latin accents go
-(é→e) while Korean, Japanese, Devanagari and Thai come through intact.
+Two deliberate differences:
+- Google strips accents by deleting every combining character after NFKD, which destroys Japanese dakuten
+  (が→か), Hindi viramas (क्या→कया) and Thai tone marks (ไม่→ไม), and leaves Hangul as jamo. Here only the
+  Unicode blocks of diacritical marks are deleted and the text is recomposed (NFC), so Latin accents go
+  (é→e) while Korean, Japanese, Devanagari and Thai come through intact.
+- `` and '' become ", as in Hugging Face's `AlbertTokenizer` (and XLNet's preprocessing); Google's ALBERT keeps
+  them. Exported tokenizer files then give our ids in transformers.
 """
 
 import os
@@ -62,7 +65,7 @@ def strip_accents(text: str) -> str:
 
 
 def preprocess_text(text: str, do_lower_case: bool = True, keep_accents: bool = False) -> str:
-  """Google's `preprocess_text`: collapse whitespace, normalise quotes, strip accents, lower-case."""
+  """Google's `preprocess_text` (collapse whitespace, strip accents, lower-case), with Hugging Face's quotes."""
   text = " ".join(text.strip().split())
   text = text.replace("``", '"').replace("''", '"')
   if not keep_accents:

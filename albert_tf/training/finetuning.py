@@ -1,7 +1,8 @@
 """Fine-tuning on `tf.distribute`: train, keep the best checkpoint by the task's metric, predict, export.
 
-One driver, `FineTuning`, runs both fine-tuning jobs; what differs lives in an objective of
-`finetuning_objectives` (a classifier, Google's `run_classifier.py`, or a Sentence-BERT encoder).
+One driver, `FineTuning`, runs every fine-tuning job; what differs lives in an objective: in
+`finetuning_objectives` a classifier (Google's `run_classifier.py`) or a Sentence-BERT encoder, in
+`reading_objectives` SQuAD v1 and v2 (`run_squad_v1.py`, `run_squad_v2.py`) and RACE (`run_race.py`).
 
 A run reads and checks every split it needs before building anything, so bad data fails before training.
 Training resumes from the last checkpoint of `output_dir` (model, optimizer, step, input position); every
@@ -31,15 +32,13 @@ from albert_tf.training import loop
 from albert_tf.training import run_directory
 
 RUN_INFO_FILE = checkpoint_lib.TASK_INFO_FILE
-TEST_RESULTS = "test_results.tsv"
-SUBMIT_RESULTS = "submit_results.tsv"
 
 
 @dataclasses.dataclass
 class FineTuningOptions:
   """A run's settings: Google's `run_classifier.py` flags and defaults, plus ours."""
 
-  data_dir: str
+  data_dir: Optional[str]  # the task's folder (SQuAD names its files in its objective instead)
   output_dir: str
   albert_config: AlbertConfig
   spm_model_file: str
@@ -78,7 +77,7 @@ class FineTuning:
 
   Args:
     options: the run's settings.
-    objective: `ClassifierObjective` or `SentenceSimilarityObjective`.
+    objective: one of `finetuning_objectives` or `reading_objectives`.
     strategy: the `tf.distribute` strategy.
   """
 
@@ -132,13 +131,13 @@ class FineTuning:
               if wanted]
     examples = {}
     if "train" in needed:
-      examples["train"] = self.objective.task.read_examples(o.data_dir, "train")
+      examples["train"] = self.objective.read_examples(o.data_dir, "train")
     info_file = os.path.join(o.output_dir, RUN_INFO_FILE)
     if os.path.exists(info_file):
       with open(info_file, encoding="utf-8") as reader:
         self.objective.adopt_run_info(json.load(reader), o.output_dir)
     for split in needed[len(examples):]:
-      examples[split] = self.objective.task.read_examples(o.data_dir, split)
+      examples[split] = self.objective.read_examples(o.data_dir, split)
     if "train" in examples:
       self.objective.learn_from_train(examples["train"])
     return {split: self.objective.encode(rows, self.tokenizer, o.max_seq_length, f"{split} examples")
@@ -162,7 +161,7 @@ class FineTuning:
     o = self.options
     if o.init_checkpoint:
       prefix = checkpoint_lib.restore_checkpoint(self.model.encoder, o.init_checkpoint)
-      fresh = " The classifier head starts from fresh initialisation." if self.objective.has_head else ""
+      fresh = " The task head starts from fresh initialisation." if self.objective.has_head else ""
       print(f"Initialised the encoder from {prefix}.{fresh}", file=sys.stderr)
     else:
       print("No --init_checkpoint: fine-tuning starts from random weights (no pretraining).", file=sys.stderr)
@@ -208,8 +207,8 @@ class FineTuning:
     per_replica = self.strategy.run(replica_outputs, args=(batch,))
     return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), per_replica)
 
-  def _outputs(self, split: EncodedSplit, global_batch_size: int) -> np.ndarray:
-    """The objective's outputs for every example of `split`, in order, on every replica."""
+  def _outputs(self, split: EncodedSplit, global_batch_size: int):
+    """The objective's outputs (an array, or a dict of arrays) for every example of `split`, in order."""
 
     def dataset_fn(context: tf.distribute.InputContext):
       return evaluation_dataset(split, context.get_per_replica_batch_size(global_batch_size), global_batch_size,
@@ -220,17 +219,18 @@ class FineTuning:
     batches = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
     num_batches = evaluation_steps(split.num_examples, global_batch_size)
     gathered = [self._predict_step(next(batches)) for _ in range(num_batches)]
-    values = {key: np.concatenate([batch[key].numpy() for batch in gathered]) for key in gathered[0]}
+    values = tf.nest.map_structure(lambda *batches: np.concatenate([batch.numpy() for batch in batches]),
+                                   *gathered)
     real = values["weights"] > 0
     order = np.argsort(values["example_index"][real], kind="stable")
-    return values["outputs"][real][order]
+    return tf.nest.map_structure(lambda output: output[real][order], values["outputs"])
 
   def evaluate(self, keep_best: bool = False) -> Dict[str, float]:
     """Scores the dev split and writes eval_results.txt; with `keep_best` (the checkpoints of training), the
     weights go to `model.ckpt-best` when they are the best so far by the objective's metric."""
     o = self.options
     split = self.splits["dev"]
-    metrics = self.objective.evaluation_metrics(self._outputs(split, o.eval_batch_size), split.labels)
+    metrics = self.objective.evaluation_metrics(self._outputs(split, o.eval_batch_size), split)
     metrics["global_step"] = self.run.current_step if self.weights_step is None else self.weights_step
     metrics["eval_examples"] = split.num_examples
     if self.is_chief:
@@ -252,25 +252,30 @@ class FineTuning:
     return self.run.manager.latest_checkpoint or self.run.restored_from or self.options.init_checkpoint
 
   def predict(self) -> str:
-    """Writes `test_results.tsv` (Google's: class probabilities or the value per line) and
-    `submit_results.tsv` (GLUE's `index  prediction`) for the test split; returns the directory."""
+    """Writes the objective's prediction files for the test split (each whole, or not at all) to
+    `output_dir`; returns the path of the first (the one to submit)."""
     o = self.options
     split = self.splits["test"]
-    predictions, raw = self.objective.prediction_rows(self._outputs(split, o.predict_batch_size))
+    files = self.objective.prediction_files(self._outputs(split, o.predict_batch_size), split, o.output_dir)
+    paths = [os.path.join(o.output_dir, name) for name in files]
     if self.is_chief:
       os.makedirs(o.output_dir, exist_ok=True)
-      with open(os.path.join(o.output_dir, TEST_RESULTS), "w", encoding="utf-8") as writer:
-        writer.writelines("\t".join(repr(value) for value in row) + "\n" for row in raw)
-      with open(os.path.join(o.output_dir, SUBMIT_RESULTS), "w", encoding="utf-8") as writer:
-        writer.write("index\tprediction\n")
-        writer.writelines(f"{guid}\t{prediction}\n" for guid, prediction in zip(split.guids, predictions))
-    return o.output_dir
+      for path, text in zip(paths, files.values()):
+        with open(path + ".incomplete", "w", encoding="utf-8") as writer:
+          writer.write(text)
+        os.replace(path + ".incomplete", path)
+    return paths[0]
 
   def export(self) -> str:
-    """Writes a SavedModel of the model (as it is now) to `<export_dir>/<version>`; returns its path."""
+    """Writes a SavedModel of the model (as it is now) to `<export_dir>/<version>`, and what else the objective
+    exports beside it (SQuAD v1's TFLite model); returns the SavedModel's path."""
     o = self.options
-    return saved_model.export_saved_model(self.objective.exported_model(self.model), o.export_dir, o.spm_model_file,
-                                          o.max_seq_length, o.do_lower_case, o.keep_accents)
+    model = self.objective.exported_model(self.model)
+    path = saved_model.export_saved_model(model, o.export_dir, o.spm_model_file, o.max_seq_length, o.do_lower_case,
+                                          o.keep_accents, question_answering=self.objective.serving_options(o.output_dir))
+    for extra in self.objective.export_files(model, path, o.max_seq_length):
+      print(f"Wrote {extra}", file=sys.stderr)
+    return path
 
 
 def run(options: FineTuningOptions, objective, strategy: tf.distribute.Strategy) -> Dict[str, object]:
@@ -289,8 +294,7 @@ def run(options: FineTuningOptions, objective, strategy: tf.distribute.Strategy)
       results["eval"] = run_state.evaluate()
     if options.do_predict:
       results["predict"] = run_state.predict()
-      print(f"Predictions of {weights} on the test split: {os.path.join(results['predict'], SUBMIT_RESULTS)}",
-            file=sys.stderr)
+      print(f"Predictions of {weights} on the test split: {results['predict']}", file=sys.stderr)
     if options.export_dir and run_state.is_chief:
       results["export"] = run_state.export()
       print(f"Exported {weights} to {results['export']}", file=sys.stderr)

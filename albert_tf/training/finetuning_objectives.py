@@ -7,7 +7,9 @@
   the cosine of a pair regresses its score scaled to [0, 1]; evaluated by Spearman correlation.
 
 Each gives `loop.Trainer` its loss and metrics (`sum_names`, `progress_groups`, `loss_normalizers`,
-`replica_loss`, `metrics_from_sums`), and the driver its model, inputs, evaluation, predictions and export.
+`replica_loss`, `metrics_from_sums`), and the driver its model (`build_model`), inputs (`read_examples`,
+`encode`), evaluation (`predict`, `evaluation_metrics`), prediction files (`prediction_files`) and export
+(`exported_model`, `serving_options`). `reading_objectives` holds the reading-comprehension ones.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -24,17 +26,56 @@ from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
 
+TEST_RESULTS = "test_results.tsv"
+SUBMIT_RESULTS = "submit_results.tsv"
+# Our metric names -> those of Google's run_classifier.py (and run_race.py), written beside ours in
+# eval_results.txt for scripts that read Google's; STS-B's "pearson" is the same in both.
+GOOGLE_METRIC_NAMES = {"accuracy": "eval_accuracy", "loss": "eval_loss", "mcc": "matthew_corr", "mse": "MSE"}
+
 
 def _safe_ratio(numerator: float, denominator: float) -> float:
   return float(numerator / denominator) if denominator else 0.0
 
 
-def _example_count(batch):
+def example_count(batch):
   """`loss_normalizers` of a mean over examples: the examples of a batch, `[1]` float32."""
   return tf.cast(tf.shape(batch["labels"])[:1], tf.float32)
 
 
-class ClassifierObjective:
+def with_google_names(metrics: Dict[str, float]) -> Dict[str, float]:
+  """`metrics` plus each under Google's name where Google's scripts name it otherwise."""
+  google = {GOOGLE_METRIC_NAMES[name]: value for name, value in metrics.items() if name in GOOGLE_METRIC_NAMES}
+  return dict(metrics, **google)
+
+
+class ExportsTheModel:
+  """What most objectives export: the fine-tuned model itself as a SavedModel, and nothing besides."""
+
+  def exported_model(self, model) -> tf_keras.Model:
+    """What `--export_dir` serves: the model with its head (a classifier classifies text, ...)."""
+    return model
+
+  def serving_options(self, output_dir: str):
+    """Nothing that the SavedModel needs beyond the model (SQuAD's reading settings are an exception)."""
+    del output_dir
+
+  def export_files(self, model, export_path: str, max_seq_length: int) -> List[str]:
+    """Nothing besides the SavedModel (SQuAD v1's TFLite model is an exception)."""
+    del model, export_path, max_seq_length
+    return []
+
+
+def prediction_tables(guids: List[str], predictions: List[str], raw: List[List[float]]) -> Dict[str, str]:
+  """Google's `test_results.tsv` (the raw outputs, a line an example) and GLUE's `submit_results.tsv`
+  (`index  prediction`), as file name -> text."""
+  return {
+      SUBMIT_RESULTS: "index\tprediction\n" + "".join(f"{guid}\t{prediction}\n"
+                                                     for guid, prediction in zip(guids, predictions)),
+      TEST_RESULTS: "".join("\t".join(repr(value) for value in row) + "\n" for row in raw),
+  }
+
+
+class ClassifierObjective(ExportsTheModel):
   """Google's `run_classifier`: the task's classes (cross-entropy) or its score (squared error).
 
   Args:
@@ -64,6 +105,9 @@ class ClassifierObjective:
       raise TaskError(f"--output_dir {output_dir} was trained with labels {info['label_list']}; this run's labels "
                       f"are {list(self.task.label_list)}. Use a new --output_dir.")
 
+  def read_examples(self, data_dir: str, split: str) -> List[Example]:
+    return self.task.read_examples(data_dir, split)
+
   def learn_from_train(self, examples: List[Example]):
     """Nothing to learn: the task's label list (a tsv task's comes from its train split) is the head's."""
     del examples
@@ -90,7 +134,7 @@ class ClassifierObjective:
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return loss, tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
 
-  loss_normalizers = staticmethod(_example_count)
+  loss_normalizers = staticmethod(example_count)
 
   def replica_loss(self, model):
     """(batch, global examples) -> (this batch's share of the global-batch mean loss, its sums)."""
@@ -114,24 +158,25 @@ class ClassifierObjective:
     """float32 logits `[batch, classes]` (`[batch, 1]` for regression)."""
     return model(batch["inputs"], training=False)["logits"]
 
-  def evaluation_metrics(self, outputs: np.ndarray, labels: np.ndarray) -> Dict[str, float]:
-    loss, _ = self._per_example(tf.constant(outputs), tf.constant(labels))
-    values = metrics_lib.compute_metrics(self.task, outputs[:, 0] if self.task.is_regression else outputs, labels)
-    return dict(values, loss=float(np.mean(loss.numpy())))
+  def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
+    """The task's metrics and the loss, under our names and Google's (`eval_accuracy`, `eval_loss`, ...)."""
+    loss, _ = self._per_example(tf.constant(outputs), tf.constant(split.labels))
+    values = metrics_lib.compute_metrics(self.task, outputs[:, 0] if self.task.is_regression else outputs,
+                                         split.labels)
+    return with_google_names(dict(values, loss=float(np.mean(loss.numpy()))))
 
-  def prediction_rows(self, outputs: np.ndarray) -> Tuple[List[str], List[List[float]]]:
+  def prediction_files(self, outputs: np.ndarray, split: EncodedSplit, output_dir: str) -> Dict[str, str]:
     """Per example: the prediction (label or value) and Google's raw outputs (class probabilities or value)."""
+    del output_dir
     if self.task.is_regression:
-      return [repr(float(value)) for value in outputs[:, 0]], outputs.tolist()
+      return prediction_tables(split.guids, [repr(float(value)) for value in outputs[:, 0]], outputs.tolist())
     probabilities = tf.nn.softmax(outputs).numpy()
-    return [self.task.label_list[index] for index in probabilities.argmax(-1)], probabilities.tolist()
-
-  def exported_model(self, model) -> tf_keras.Model:
-    """What `--export_dir` serves: the classifier, with its head and labels."""
-    return model
+    return prediction_tables(split.guids, [self.task.label_list[index] for index in probabilities.argmax(-1)],
+                             probabilities.tolist())
 
 
-class SentenceSimilarityObjective:
+
+class SentenceSimilarityObjective(ExportsTheModel):
   """Sentence-BERT's siamese regression: the cosine of two embeddings fits the pair's scaled score.
 
   Args:
@@ -177,6 +222,9 @@ class SentenceSimilarityObjective:
       raise TaskError(f"--output_dir {output_dir} was trained with score range {info['score_range']}; this run's "
                       f"is {list(self.score_range)}. Use a new --output_dir.")
 
+  def read_examples(self, data_dir: str, split: str) -> List[Example]:
+    return self.task.read_examples(data_dir, split)
+
   def learn_from_train(self, examples: List[Example]):
     """Without a given (or an earlier run's) score range, takes the train split's lowest and highest score."""
     if self.score_range is None:
@@ -207,7 +255,7 @@ class SentenceSimilarityObjective:
     low, high = self.score_range
     return (scores - low) / (high - low)
 
-  loss_normalizers = staticmethod(_example_count)
+  loss_normalizers = staticmethod(example_count)
 
   def replica_loss(self, model):
     """(batch, global examples) -> (this batch's share of the global-batch mean squared error, its sums)."""
@@ -227,14 +275,17 @@ class SentenceSimilarityObjective:
     """The cosine similarity of each pair, float32 `[batch]`."""
     return self._cosine(model, batch, training=False)
 
-  def evaluation_metrics(self, outputs: np.ndarray, labels: np.ndarray) -> Dict[str, float]:
+  def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
+    labels = split.labels
     values = {"spearman": metrics_lib.spearman(outputs, labels), "pearson": metrics_lib.pearson(outputs, labels)}
     if self.score_range is not None:  # the training loss; a model never trained here has no score range
       values["loss"] = metrics_lib.mse(outputs, self._target(labels))
     return values
 
-  def prediction_rows(self, outputs: np.ndarray) -> Tuple[List[str], List[List[float]]]:
-    return [repr(float(value)) for value in outputs], [[float(value)] for value in outputs]
+  def prediction_files(self, outputs: np.ndarray, split: EncodedSplit, output_dir: str) -> Dict[str, str]:
+    """Per pair: its cosine similarity."""
+    del output_dir
+    return prediction_tables(split.guids, [repr(float(value)) for value in outputs], [[float(v)] for v in outputs])
 
   def exported_model(self, model) -> tf_keras.Model:
     """What `--export_dir` serves: the encoder, whose SavedModel embeds sentences."""

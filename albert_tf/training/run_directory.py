@@ -114,7 +114,7 @@ def awaits_evaluation(output_dir: str, restored_from: Optional[str], step: int) 
 
 
 def read_best_info(output_dir: str) -> Optional[Dict[str, float]]:
-  """`best_checkpoint.json`: the step and metric of `model.ckpt-best` (None before one is kept)."""
+  """`best_checkpoint.json`: the step and metrics of `model.ckpt-best` (None before one is kept)."""
   info_file = os.path.join(output_dir, BEST_CHECKPOINT_INFO)
   if not os.path.exists(info_file):
     return None
@@ -126,7 +126,8 @@ def keep_if_best(output_dir: str, model, metrics: Dict[str, float], metric: str,
   """Writes the model to `model.ckpt-best` when `metrics[metric]` beats the best so far; returns whether it did.
 
   Model weights only, as Google's `model.ckpt-best`: what export and fine-tuning read. The best so far
-  is in `best_checkpoint.json` (its step and metric); a tie keeps the earlier checkpoint.
+  is in `best_checkpoint.json` (its step and every metric of its evaluation: SQuAD v2's export reads its
+  no-answer threshold there); a tie keeps the earlier checkpoint.
   """
   best = read_best_info(output_dir)
   if best is not None:
@@ -134,6 +135,6 @@ def keep_if_best(output_dir: str, model, metrics: Dict[str, float], metric: str,
       return False
   tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}).write(os.path.join(output_dir, BEST_CHECKPOINT))
   with open(os.path.join(output_dir, BEST_CHECKPOINT_INFO), "w", encoding="utf-8") as writer:
-    json.dump({"global_step": metrics["global_step"], metric: metrics[metric]}, writer)
+    json.dump({name: value for name, value in metrics.items() if isinstance(value, (int, float))}, writer)
   return True
 

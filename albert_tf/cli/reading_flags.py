@@ -1,0 +1,109 @@
+"""The absl flags of `run_squad_v1`, `run_squad_v2` and `run_race` beyond the shared fine-tuning ones.
+
+Names and defaults are those of Google's `run_squad_v1.py`, `run_squad_v2.py` and `run_race.py`.
+"""
+
+import os
+
+from absl import flags
+
+from albert_tf.cli import finetuning_flags
+from albert_tf.data import squad
+from albert_tf.errors import OptionError
+from albert_tf.text.tokenizer import SentencePieceTokenizer
+from albert_tf.training import finetuning
+from albert_tf.training import reading_objectives
+
+FLAGS = flags.FLAGS
+TRAIN_FEATURE_FILE = "train_features.tfrecord"
+PREDICT_FEATURE_FILE = "predict_features.tfrecord"
+
+
+def define_squad_flags(version: int):
+  """The flags of Google's run_squad_v<version>.py (and the shared fine-tuning flags)."""
+  finetuning_flags.define_run_flags()
+  flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
+  flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, when it has answers, to score every "
+                      "checkpoint on and keep the best), e.g. dev-v1.1.json.")
+  flags.DEFINE_string("train_feature_file", None, "TFRecord cache of the training features (default "
+                      f"<output_dir>/{TRAIN_FEATURE_FILE}); rebuilt when the file or a setting changes.")
+  flags.DEFINE_string("predict_feature_file", None, "TFRecord cache of the prediction features (default "
+                      f"<output_dir>/{PREDICT_FEATURE_FILE}).")
+  flags.DEFINE_string("predict_feature_left_file", None, "Also write the prediction features' token maps to "
+                      "this JSON-lines file (Google's pickle; the TFRecord cache holds them too).")
+  flags.DEFINE_integer("doc_stride", 128, "Tokens between the starts of a long context's windows.")
+  flags.DEFINE_integer("max_query_length", 64, "Question tokens kept; longer questions are cut.")
+  flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json.")
+  flags.DEFINE_integer("max_answer_length", 30, "The longest answer, in tokens.")
+  flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs over the train file's questions.")
+  flags.DEFINE_float("warmup_proportion", 0.1, "Share of the training steps with a linear warmup.")
+  if version == 2:
+    flags.DEFINE_integer("start_n_top", 5, "Best starts in the answer beam.")
+    flags.DEFINE_integer("end_n_top", 5, "Best ends per start in the answer beam.")
+  FLAGS.set_default("max_seq_length", 384)
+
+
+def squad_run_from_flags(version: int):
+  """The `FineTuningOptions` and `SquadObjective` of the flags.
+
+  Training steps are Google's: questions of --train_file / --train_batch_size × --num_train_epochs, of which
+  --warmup_proportion warm up. --do_predict scores every checkpoint when --predict_file has answers.
+  """
+  if FLAGS.num_train_epochs <= 0 and FLAGS.do_train:
+    raise OptionError(f"--num_train_epochs={FLAGS.num_train_epochs} must be positive.")
+  if not 0 <= FLAGS.warmup_proportion < 1:
+    raise OptionError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1).")
+  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
+  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+  settings = reading_objectives.SquadSettings(
+      version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
+      train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),
+      predict_feature_file=FLAGS.predict_feature_file or os.path.join(FLAGS.output_dir, PREDICT_FEATURE_FILE),
+      predict_feature_left_file=FLAGS.predict_feature_left_file, doc_stride=FLAGS.doc_stride,
+      max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
+      max_answer_length=FLAGS.max_answer_length,
+      **({"start_n_top": FLAGS.start_n_top, "end_n_top": FLAGS.end_n_top} if version == 2 else {}))
+  objective = reading_objectives.SquadObjective(settings, tokenizer, FLAGS.max_seq_length)
+  schedule = {}
+  if FLAGS.do_train:
+    if not FLAGS.train_file:
+      raise OptionError("--do_train needs --train_file.")
+    num_questions = squad.count_questions(FLAGS.train_file)
+    train_step = int(num_questions / FLAGS.train_batch_size * FLAGS.num_train_epochs)
+    if train_step < 1:
+      raise OptionError(f"{num_questions} questions / --train_batch_size={FLAGS.train_batch_size} × "
+                        f"--num_train_epochs={FLAGS.num_train_epochs} make no training step.")
+    schedule = {"train_step": train_step, "warmup_step": int(train_step * FLAGS.warmup_proportion)}
+  if FLAGS.do_predict and not FLAGS.predict_file:
+    raise OptionError("--do_predict needs --predict_file.")
+  do_eval = bool(FLAGS.do_predict and squad.count_questions(FLAGS.predict_file, with_answers=True))
+  options = finetuning_flags.options_from_flags(data_dir=None, do_eval=do_eval,
+                                                eval_batch_size=FLAGS.predict_batch_size, **schedule)
+  return options, objective
+
+
+def define_race_flags():
+  """The flags of Google's run_race.py (and the shared fine-tuning flags)."""
+  finetuning_flags.define_run_flags()
+  finetuning_flags.define_schedule_flags()
+  flags.DEFINE_string("data_dir", None, "The folder holding RACE/ (or RACE/ itself): {train,dev,test}/"
+                      "{middle,high}/, each all.txt (a JSON article a line, Google's) or the download's *.txt.")
+  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
+  flags.DEFINE_integer("eval_batch_size", 8, "Global eval batch size.")
+  flags.DEFINE_integer("max_qa_length", 128, "Question+option tokens kept (the last ones).")
+  flags.DEFINE_bool("high_only", False, "Only RACE-H (high-school exams).")
+  flags.DEFINE_bool("middle_only", False, "Only RACE-M (middle-school exams).")
+  flags.mark_flag_as_required("data_dir")
+  for name, default in (("max_seq_length", 512), ("learning_rate", 1e-5), ("train_step", 12000),
+                        ("warmup_step", 1000), ("save_checkpoints_steps", 100), ("do_train", True)):
+    FLAGS.set_default(name, default)
+
+
+def race_run_from_flags():
+  """The `FineTuningOptions` and `MultipleChoiceObjective` of the flags."""
+  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
+  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+  objective = reading_objectives.MultipleChoiceObjective(tokenizer, FLAGS.max_qa_length, FLAGS.high_only,
+                                                         FLAGS.middle_only)
+  options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
+  return options, objective

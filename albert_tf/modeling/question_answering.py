@@ -1,0 +1,154 @@
+"""The encoder with Google's reading-comprehension heads: SQuAD v1 spans, SQuAD v2 spans with no-answer, RACE.
+
+- `AlbertQuestionAnswerer` (`run_squad_v1.py`; Hugging Face's `AlbertForQuestionAnswering`): a start and an
+  end logit per token.
+- `AlbertQuestionAnswererV2` (`run_squad_v2.py`): XLNet's head (see `XLNetSpanHead`), which also scores
+  whether the window holds no answer.
+- `AlbertMultipleChoice` (`run_race.py`; Hugging Face's `AlbertForMultipleChoice`): one score per option from
+  the pooled output of `[CLS] article [SEP] question+option [SEP]`, a softmax over the options.
+"""
+
+from typing import Any, Dict, Union
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder, as_config
+from albert_tf.modeling.layers.heads import ClassificationHead, SpanLogitsHead, XLNetSpanHead
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertQuestionAnswerer(tf_keras.Model):
+  """ALBERT for extractive question answering, Google's SQuAD v1 model.
+
+  Inputs: the encoder's dict of `[CLS] question [SEP] context [SEP]`. Outputs: float32 `start_logits` and
+  `end_logits`, `[batch, seq]`, unmasked (as Google's and Hugging Face's).
+
+  Args:
+    config: an `AlbertConfig` or its dict.
+    recompute_grad: recompute the encoder's block activations in the backward pass (see `AlbertEncoder`).
+  """
+
+  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], recompute_grad: bool = False, **kwargs):
+    kwargs.setdefault("name", "albert_question_answerer")
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    self.encoder = AlbertEncoder(self.config, recompute_grad=recompute_grad, name="encoder")
+    self.encoder.pooler.trainable = False  # spans read the token vectors only
+    self.squad_head = SpanLogitsHead(self.config.hidden_size, self.config.initializer_range, name="squad_head")
+
+  def call(self, inputs, training=None):
+    sequence_output = self.encoder(inputs, training=training)["sequence_output"]
+    start_logits, end_logits = self.squad_head(sequence_output)
+    return {"start_logits": start_logits, "end_logits": end_logits}
+
+  def dummy_inputs(self, batch_size=1, seq_length=2):
+    """Inputs that build every variable (used before restoring a checkpoint)."""
+    return self.encoder.dummy_inputs(batch_size, seq_length)
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "recompute_grad": self.encoder.recompute_grad, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertQuestionAnswererV2(tf_keras.Model):
+  """ALBERT for questions that may have no answer, Google's SQuAD v2 model (XLNet's head).
+
+  Inputs: the encoder's dict plus `p_mask` int32 `[batch, seq]` (1 where a token cannot be part of an answer:
+  the question, the `[SEP]`s, padding) and, when training, `start_positions` int32 `[batch]`.
+
+  Outputs: those of `XLNetSpanHead`: with `start_positions`, the start and end log-probabilities and the
+  no-answer logit; without, the beam of the `start_n_top` best starts and their `end_n_top` best ends.
+
+  Args:
+    config: an `AlbertConfig` or its dict.
+    start_n_top, end_n_top: the beam at inference (Google's flags, 5 and 5).
+    dropout_rate: dropout before the answer-class logit (Google's `--dropout_prob`, 0.1).
+    recompute_grad: recompute the encoder's block activations in the backward pass (see `AlbertEncoder`).
+  """
+
+  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], start_n_top: int = 5, end_n_top: int = 5,
+               dropout_rate: float = 0.1, recompute_grad: bool = False, **kwargs):
+    kwargs.setdefault("name", "albert_question_answerer_v2")
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    self.encoder = AlbertEncoder(self.config, recompute_grad=recompute_grad, name="encoder")
+    self.encoder.pooler.trainable = False
+    self.squad_v2_head = XLNetSpanHead(self.config.hidden_size, start_n_top, end_n_top, dropout_rate,
+                                       self.config.initializer_range, name="squad_v2_head")
+
+  def call(self, inputs, training=None):
+    sequence_output = self.encoder(inputs, training=training)["sequence_output"]
+    return self.squad_v2_head(sequence_output, inputs["p_mask"], inputs.get("start_positions"), training=training)
+
+  def dummy_inputs(self, batch_size=1, seq_length=None):
+    """Inputs that build every variable (used before restoring a checkpoint): the beam needs that many tokens."""
+    seq_length = seq_length or max(2, self.squad_v2_head.start_n_top, self.squad_v2_head.end_n_top)
+    inputs = self.encoder.dummy_inputs(batch_size, seq_length)
+    inputs["p_mask"] = tf.zeros_like(inputs["input_word_ids"])
+    return inputs
+
+  def get_config(self):
+    head = self.squad_v2_head
+    return {"config": self.config.to_dict(), "start_n_top": head.start_n_top, "end_n_top": head.end_n_top,
+            "dropout_rate": head.dropout_rate, "recompute_grad": self.encoder.recompute_grad, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertMultipleChoice(tf_keras.Model):
+  """ALBERT for multiple choice, Google's RACE model.
+
+  Each option is its own sequence; the head (Google's top-level `output_weights` `[1, H]` and `output_bias`,
+  Hugging Face's `classifier`) scores its pooled output after dropout, and a softmax runs over the options.
+
+  Inputs: the encoder's dict with int32 `[batch, options, seq]` tensors. Outputs: `logits`, float32
+  `[batch, options]`.
+
+  Args:
+    config: an `AlbertConfig` or its dict.
+    dropout_rate: dropout on the pooled output while training (Google's `--dropout_prob`, 0.1).
+    recompute_grad: recompute the encoder's block activations in the backward pass (see `AlbertEncoder`).
+  """
+
+  def __init__(self, config: Union[AlbertConfig, Dict[str, Any]], dropout_rate: float = 0.1,
+               recompute_grad: bool = False, **kwargs):
+    kwargs.setdefault("name", "albert_multiple_choice")
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    self.dropout_rate = dropout_rate
+    self.encoder = AlbertEncoder(self.config, recompute_grad=recompute_grad, name="encoder")
+    self.choice_head = ClassificationHead(self.config.hidden_size, num_classes=1, dropout_rate=dropout_rate,
+                                          initializer_range=self.config.initializer_range, name="choice_head")
+
+  def call(self, inputs, training=None):
+    word_ids = inputs["input_word_ids"]
+    # Static sizes where known: TPUs need them.
+    num_options = word_ids.shape[1] or tf.shape(word_ids)[1]
+    seq_length = word_ids.shape[2] or tf.shape(word_ids)[2]
+    flat = {name: tf.reshape(inputs[name], [-1, seq_length])
+            for name in ("input_word_ids", "input_mask", "input_type_ids") if name in inputs}
+    pooled_output = self.encoder(flat, training=training)["pooled_output"]
+    scores = self.choice_head(pooled_output, training=training)
+    return {"logits": tf.reshape(scores, [-1, num_options])}
+
+  def dummy_inputs(self, batch_size=1, seq_length=2, num_options=2):
+    """Inputs that build every variable (used before restoring a checkpoint)."""
+    ids = tf.zeros([batch_size, num_options, seq_length], tf.int32)
+    return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids}
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "dropout_rate": self.dropout_rate,
+            "recompute_grad": self.encoder.recompute_grad, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)

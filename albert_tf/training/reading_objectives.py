@@ -1,0 +1,392 @@
+"""What reading-comprehension fine-tuning learns: SQuAD v1 and v2 (Google's `run_squad_v1.py`,
+`run_squad_v2.py`) and RACE (`run_race.py`), as objectives of `finetuning.FineTuning`.
+
+- `SquadObjective`: one row per doc-stride window of `albert_tf.data.squad` (cached as TFRecords between
+  runs). v1: the mean of the start and end cross-entropies over all tokens (Google's). v2: the same over
+  the tokens that can be answers, plus half the binary cross-entropy of the no-answer logit. Scored as the
+  official evaluation scripts (`squad_scoring`) from Google's n-best answers (`squad_predictions`).
+- `MultipleChoiceObjective`: one `[CLS] article [SEP] question+option [SEP]` per option; cross-entropy of
+  the softmax over the options; accuracy over all questions and per RACE level (middle, high).
+
+Both give `loop.Trainer` and the driver what `finetuning_objectives` describes.
+"""
+
+import dataclasses
+import itertools
+import json
+import os
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.data import race, squad
+from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences
+from albert_tf.data.tasks import TaskError
+from albert_tf.errors import OptionError
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
+from albert_tf.serving import tflite
+from albert_tf.serving.answer_spans import QuestionAnsweringOptions
+from albert_tf.text.tokenizer import SentencePieceTokenizer
+from albert_tf.training import metrics as metrics_lib
+from albert_tf.training import run_directory, squad_predictions, squad_scoring
+from albert_tf.training.finetuning_objectives import (ExportsTheModel, example_count, prediction_tables,
+                                                      with_google_names)
+
+TFLITE_FILE = "albert_model.tflite"  # Google's run_squad_v1 name
+
+
+def _packed(sequences: List[Sequence[int]], first_segment_lengths: List[int]) -> PackedSequences:
+  """Unpadded id sequences as `PackedSequences` (built from flat arrays: SQuAD's train set has ~90k rows)."""
+  lengths = np.array([len(ids) for ids in sequences], np.int64)
+  values = np.fromiter(itertools.chain.from_iterable(sequences), np.int32, count=int(lengths.sum()))
+  return PackedSequences(tf.RaggedTensor.from_row_lengths(values, lengths),
+                         tf.constant(first_segment_lengths, tf.int32))
+
+
+def _safe_ratio(numerator: float, denominator: float) -> float:
+  return float(numerator / denominator) if denominator else 0.0
+
+
+@dataclasses.dataclass
+class SquadSettings:
+  """Google's `run_squad_v1.py` / `run_squad_v2.py` flags that are not `FineTuningOptions`.
+
+  Attributes:
+    version: 1 (SQuAD v1.1) or 2 (SQuAD 2.0, questions may have no answer).
+    train_file, predict_file: the SQuAD JSON files.
+    train_feature_file, predict_feature_file: the TFRecord caches of their features.
+    predict_feature_left_file: Google's file of the prediction features' token maps (JSON lines here).
+    doc_stride, max_query_length, n_best_size, max_answer_length: as Google's flags.
+    start_n_top, end_n_top: v2's beam.
+  """
+
+  version: int
+  train_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  train_feature_file: Optional[str] = None
+  predict_feature_file: Optional[str] = None
+  predict_feature_left_file: Optional[str] = None
+  doc_stride: int = 128
+  max_query_length: int = 64
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  start_n_top: int = 5
+  end_n_top: int = 5
+
+
+class SquadObjective(ExportsTheModel):
+  """Google's SQuAD fine-tuning, v1 or v2.
+
+  Args:
+    settings: the SQuAD flags.
+    tokenizer: the Python tokenizer of the model (features align its pieces with the context's characters).
+    max_seq_length: the packed length (the run's).
+
+  Raises:
+    OptionError: settings that do not fit together.
+  """
+
+  has_head = True
+  primary_metric = "f1"
+  sum_names = ("loss", "start_correct", "end_correct", "examples")
+  progress_groups = (("loss", "start_accuracy", "end_accuracy"),)
+
+  def __init__(self, settings: SquadSettings, tokenizer: SentencePieceTokenizer, max_seq_length: int):
+    if settings.version not in (1, 2):
+      raise OptionError(f"SQuAD version {settings.version}: 1 or 2.")
+    if settings.version == 2 and not (1 <= settings.start_n_top <= max_seq_length
+                                      and 1 <= settings.end_n_top <= max_seq_length):
+      raise OptionError(f"--start_n_top={settings.start_n_top} and --end_n_top={settings.end_n_top} must be between "
+                        f"1 and --max_seq_length={max_seq_length}.")
+    QuestionAnsweringOptions(settings.max_query_length, settings.doc_stride, settings.max_answer_length,
+                             settings.n_best_size).check(max_seq_length)
+    self.settings = settings
+    self.tokenizer = tokenizer
+    self.max_seq_length = max_seq_length
+    self.task_name = f"squad_v{settings.version}"
+    self._predict_split = None  # dev and test are the same --predict_file: read once
+
+  @property
+  def is_v2(self) -> bool:
+    return self.settings.version == 2
+
+  # --- data ----------------------------------------------------------------------------------------------
+
+  def run_info(self) -> Dict:
+    s = self.settings
+    return {"task": self.task_name, "start_n_top": s.start_n_top, "end_n_top": s.end_n_top,
+            "max_query_length": s.max_query_length, "doc_stride": s.doc_stride,
+            "max_answer_length": s.max_answer_length, "n_best_size": s.n_best_size}
+
+  def adopt_run_info(self, info: Dict, output_dir: str):
+    if info.get("task") != self.task_name:
+      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not "
+                      f"{self.task_name!r}.")
+
+  def read_examples(self, data_dir: Optional[str], split: str) -> squad.SquadSplit:
+    """The train split from --train_file; dev and test from --predict_file (Google's do_predict scores it)."""
+    del data_dir
+    s = self.settings
+    if split == "train":
+      if not s.train_file:
+        raise OptionError("--do_train needs --train_file.")
+      return squad.load_or_create_features(
+          s.train_file, self.tokenizer, self.max_seq_length, s.doc_stride, s.max_query_length, is_training=True,
+          version_2_with_negative=self.is_v2, feature_file=s.train_feature_file)
+    if not s.predict_file:
+      raise OptionError("--do_predict needs --predict_file.")
+    if self._predict_split is None:
+      self._predict_split = squad.load_or_create_features(
+          s.predict_file, self.tokenizer, self.max_seq_length, s.doc_stride, s.max_query_length, is_training=False,
+          version_2_with_negative=self.is_v2, feature_file=s.predict_feature_file,
+          feature_left_file=s.predict_feature_left_file)
+    return self._predict_split
+
+  def learn_from_train(self, examples: squad.SquadSplit):
+    del examples
+
+  def encode(self, split: squad.SquadSplit, tokenizer, max_seq_length: int, description: str) -> EncodedSplit:
+    """The windows as rows: `[CLS] question [SEP] window [SEP]`, labels (start, end, is_impossible)."""
+    del tokenizer, description  # the features were made with the Python tokenizer, which aligns characters
+    if max_seq_length != self.max_seq_length:
+      raise OptionError(f"SQuAD features of length {self.max_seq_length} cannot fill rows of {max_seq_length}.")
+    features = split.features
+    if not features:
+      raise TaskError("No SQuAD features: every example was skipped.")
+    labels = np.array([[f.start_position, f.end_position, int(f.is_impossible)] for f in features], np.int32)
+    packed = _packed([f.input_ids for f in features], [f.context_offset for f in features])
+    return EncodedSplit({"inputs": packed}, labels, [str(f.unique_id) for f in features], max_seq_length, split)
+
+  # --- model and loss ------------------------------------------------------------------------------------
+
+  def build_model(self, config: AlbertConfig, dropout_prob: float, recompute_grad: bool = False):
+    if self.is_v2:
+      return AlbertQuestionAnswererV2(config, self.settings.start_n_top, self.settings.end_n_top, dropout_prob,
+                                      recompute_grad)
+    return AlbertQuestionAnswerer(config, recompute_grad)
+
+  @staticmethod
+  def _with_p_mask(inputs):
+    """The inputs plus Google's `p_mask`: 1 except at `[CLS]` and the context tokens."""
+    word_ids = inputs["input_word_ids"]
+    positions = tf.range(tf.shape(word_ids)[1])[tf.newaxis, :]
+    last = tf.reduce_sum(inputs["input_mask"], axis=1, keepdims=True) - 1  # the closing [SEP]
+    is_context = tf.equal(inputs["input_type_ids"], 1) & (positions < last)
+    return dict(inputs, p_mask=tf.cast(~is_context & (positions > 0), tf.int32))
+
+  loss_normalizers = staticmethod(example_count)
+
+  def replica_loss(self, model):
+    """(batch, global examples) -> (this batch's share of Google's mean loss, its sums)."""
+
+    def loss_and_sums(batch, normalizers):
+      labels = batch["labels"]
+      starts, ends = labels[:, 0], labels[:, 1]
+      if self.is_v2:
+        outputs = model(dict(self._with_p_mask(batch["inputs"]), start_positions=starts), training=True)
+        start_scores, end_scores = outputs["start_log_probs"], outputs["end_log_probs"]
+        start_loss = -tf.gather(start_scores, starts, batch_dims=1)
+        end_loss = -tf.gather(end_scores, ends, batch_dims=1)
+        no_answer_loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(labels[:, 2], tf.float32),
+                                                                 logits=outputs["cls_logits"])
+        loss = (start_loss + end_loss) / 2.0 + 0.5 * no_answer_loss
+      else:
+        outputs = model(batch["inputs"], training=True)
+        start_scores, end_scores = outputs["start_logits"], outputs["end_logits"]
+        start_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=starts, logits=start_scores)
+        end_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ends, logits=end_scores)
+        loss = (start_loss + end_loss) / 2.0
+
+      def correct(scores, positions):
+        return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(scores, -1, output_type=tf.int32), positions), tf.float32))
+
+      sums = tf.stack([tf.reduce_sum(loss), correct(start_scores, starts), correct(end_scores, ends),
+                       tf.cast(tf.size(loss), tf.float32)])
+      return sums[0] / normalizers[0], sums
+
+    return loss_and_sums
+
+  def metrics_from_sums(self, sums) -> Dict[str, float]:
+    values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
+    return {"loss": _safe_ratio(values["loss"], values["examples"]),
+            "start_accuracy": _safe_ratio(values["start_correct"], values["examples"]),
+            "end_accuracy": _safe_ratio(values["end_correct"], values["examples"])}
+
+  # --- evaluation, predictions, export -------------------------------------------------------------------
+
+  def predict(self, model, batch) -> Dict[str, tf.Tensor]:
+    """v1: the start and end logits of every token; v2: the head's beam and no-answer logit."""
+    if self.is_v2:
+      return model(self._with_p_mask(batch["inputs"]), training=False)
+    return model(batch["inputs"], training=False)
+
+  def _answers(self, outputs: Dict[str, np.ndarray], split: squad.SquadSplit, threshold: Optional[float]):
+    s = self.settings
+    if self.is_v2:
+      return squad_predictions.v2_predictions(
+          split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
+          outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"], s.n_best_size,
+          s.max_answer_length, threshold)
+    return squad_predictions.v1_predictions(split.examples, split.features, outputs["start_logits"],
+                                            outputs["end_logits"], s.n_best_size, s.max_answer_length)
+
+  def _scores(self, outputs: Dict[str, np.ndarray], split: squad.SquadSplit):
+    """(answers, the official metrics): v2 with Google's two passes, the second at the best-F1 threshold."""
+    s = self.settings
+    if self.is_v2:
+      return squad_scoring.evaluate_v2(
+          split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
+          outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"], split.dataset,
+          s.n_best_size, s.max_answer_length)
+    answers = self._answers(outputs, split, None)
+    return answers, squad_scoring.squad_v1_scores(split.dataset, answers.answers)
+
+  def evaluation_metrics(self, outputs: Dict[str, np.ndarray], split: EncodedSplit) -> Dict[str, float]:
+    """The official script's metrics (v1: exact_match, f1; v2: exact, f1, HasAns_*, NoAns_*, best_*)."""
+    _, metrics = self._scores(outputs, split.source)
+    return {name: float(value) for name, value in metrics.items()}
+
+  def prediction_files(self, outputs: Dict[str, np.ndarray], split: EncodedSplit, output_dir: str) -> Dict[str, str]:
+    """Google's `predictions.json`, `nbest_predictions.json` and (v2) `null_odds.json`.
+
+    v2 answers "" where the null-score difference is not below the threshold: the best-F1 one of this file
+    when it has answers (Google's `do_predict`), else the one of `model.ckpt-best`'s evaluation.
+    """
+    source = split.source
+    if self.is_v2 and any(example.gold_answers for example in source.examples):
+      answers, _ = self._scores(outputs, source)
+    else:
+      answers = self._answers(outputs, source, self._best_threshold(output_dir))
+    return {name: json.dumps(content, indent=4) + "\n" for name, content in (
+        (squad_predictions.PREDICTIONS_FILE, answers.answers), (squad_predictions.NBEST_FILE, answers.nbest),
+        (squad_predictions.NULL_ODDS_FILE, answers.null_odds)) if content is not None}
+
+  def _best_threshold(self, output_dir: str) -> Optional[float]:
+    """v2: the no-answer threshold of `model.ckpt-best`'s evaluation (None: never chosen, always answer)."""
+    best = run_directory.read_best_info(output_dir) or {}
+    return best.get("null_score_diff_threshold") if self.is_v2 else None
+
+  def serving_options(self, output_dir: str) -> QuestionAnsweringOptions:
+    """`answer_question` reads as training did; v2 with the threshold of the best evaluation."""
+    s = self.settings
+    return QuestionAnsweringOptions(s.max_query_length, s.doc_stride, s.max_answer_length, s.n_best_size,
+                                    self._best_threshold(output_dir))
+
+  def export_files(self, model, export_path: str, max_seq_length: int) -> List[str]:
+    """v1, as Google's: `albert_model.tflite` beside the SavedModel, checked to give the model's logits."""
+    if self.is_v2:
+      return []
+    features = self._predict_split.features[:4] if self._predict_split is not None else []
+    return [tflite.export_checked_tflite(model, os.path.join(export_path, TFLITE_FILE), max_seq_length,
+                                         [(feature.input_ids, feature.context_offset) for feature in features])]
+
+
+def run_serving_options(checkpoint_prefix: str) -> Optional[QuestionAnsweringOptions]:
+  """How `answer_question` should read for a checkpoint of a SQuAD run: the settings in the run's task.json
+  and, for v2, the threshold of its best evaluation; None when the directory holds no SQuAD run."""
+  run_dir = os.path.dirname(checkpoint_prefix)
+  info = checkpoint_lib.read_task_info(checkpoint_prefix)
+  if info.get("task") not in ("squad_v1", "squad_v2"):
+    return None
+  best = run_directory.read_best_info(run_dir) or {}
+  defaults = QuestionAnsweringOptions()
+  return QuestionAnsweringOptions(
+      info.get("max_query_length", defaults.max_query_length), info.get("doc_stride", defaults.doc_stride),
+      info.get("max_answer_length", defaults.max_answer_length), info.get("n_best_size", defaults.n_best_size),
+      best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
+
+
+class MultipleChoiceObjective(ExportsTheModel):
+  """Google's RACE fine-tuning: a score per option, cross-entropy of their softmax.
+
+  Args:
+    tokenizer: the Python tokenizer of the model.
+    max_qa_length: question+option pieces kept (the last ones; Google's `--max_qa_length`).
+    high_only, middle_only: one RACE level only (Google's flags).
+  """
+
+  has_head = True
+  primary_metric = "accuracy"
+  sum_names = ("loss", "correct", "examples")
+  progress_groups = (("loss", "accuracy"),)
+  task_name = "race"
+
+  def __init__(self, tokenizer: SentencePieceTokenizer, max_qa_length: int = 128, high_only: bool = False,
+               middle_only: bool = False):
+    if high_only and middle_only:
+      raise OptionError("--high_only and --middle_only exclude each other.")
+    self.tokenizer = tokenizer
+    self.max_qa_length = max_qa_length
+    self.high_only = high_only
+    self.middle_only = middle_only
+
+  def run_info(self) -> Dict:
+    return {"task": self.task_name, "max_qa_length": self.max_qa_length}
+
+  def adopt_run_info(self, info: Dict, output_dir: str):
+    if info.get("task") != self.task_name:
+      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task_name!r}.")
+
+  def read_examples(self, data_dir: str, split: str) -> List[race.RaceExample]:
+    return race.read_race_examples(data_dir, split, self.high_only, self.middle_only)
+
+  def learn_from_train(self, examples):
+    del examples
+
+  def encode(self, examples: List[race.RaceExample], tokenizer, max_seq_length: int,
+             description: str) -> EncodedSplit:
+    """One row per question; each option's sequence under `choice_<k>`."""
+    del tokenizer, description
+    features = race.race_features(examples, self.tokenizer, max_seq_length, self.max_qa_length)
+    num_options = len(features[0].choice_ids)
+    sequences = {f"choice_{k}": _packed([f.choice_ids[k] for f in features],
+                                        [f.first_segment_lengths[k] for f in features]) for k in range(num_options)}
+    labels = np.array([max(example.label, 0) for example in examples], np.int32)
+    return EncodedSplit(sequences, labels, [example.example_id for example in examples], max_seq_length, examples)
+
+  def build_model(self, config: AlbertConfig, dropout_prob: float, recompute_grad: bool = False):
+    return AlbertMultipleChoice(config, dropout_prob, recompute_grad)
+
+  @staticmethod
+  def _options(batch):
+    """The model inputs `[batch, options, seq]` from the per-option sequences of a batch."""
+    names = sorted((name for name in batch if name.startswith("choice_")), key=lambda name: int(name[7:]))
+    return {key: tf.stack([batch[name][key] for name in names], axis=1) for key in batch[names[0]]}
+
+  loss_normalizers = staticmethod(example_count)
+
+  def replica_loss(self, model):
+    """(batch, global examples) -> (this batch's share of the mean cross-entropy, its sums)."""
+
+    def loss_and_sums(batch, normalizers):
+      logits = model(self._options(batch), training=True)["logits"]
+      loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=batch["labels"], logits=logits)
+      correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), batch["labels"]), tf.float32)
+      sums = tf.stack([tf.reduce_sum(loss), tf.reduce_sum(correct), tf.cast(tf.size(loss), tf.float32)])
+      return sums[0] / normalizers[0], sums
+
+    return loss_and_sums
+
+  def metrics_from_sums(self, sums) -> Dict[str, float]:
+    values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
+    return {"loss": _safe_ratio(values["loss"], values["examples"]),
+            "accuracy": _safe_ratio(values["correct"], values["examples"])}
+
+  def predict(self, model, batch) -> tf.Tensor:
+    return model(self._options(batch), training=False)["logits"]
+
+  def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
+    """Accuracy over all questions and per level, the loss, and Google's `eval_accuracy`, `eval_loss`."""
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=split.labels, logits=outputs).numpy()
+    metrics = metrics_lib.race_accuracy(outputs.argmax(-1), split.labels, [e.level for e in split.source])
+    return with_google_names(dict({name: float(value) for name, value in metrics.items()}, loss=float(loss.mean())))
+
+  def prediction_files(self, outputs: np.ndarray, split: EncodedSplit, output_dir: str) -> Dict[str, str]:
+    """`submit_results.tsv` (question id, answer letter) and `test_results.tsv` (the options' probabilities)."""
+    del output_dir
+    probabilities = tf.nn.softmax(outputs).numpy()
+    letters = [chr(ord("A") + index) for index in probabilities.argmax(-1)]
+    return prediction_tables(split.guids, letters, probabilities.tolist())
