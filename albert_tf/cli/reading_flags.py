@@ -49,6 +49,9 @@ def squad_run_from_flags(version: int):
   Training steps are Google's: questions of --train_file / --train_batch_size × --num_train_epochs, of which
   --warmup_proportion warm up. --do_predict scores every checkpoint when --predict_file has answers.
   """
+  if version == 1 and FLAGS["dropout_prob"].present:
+    raise OptionError("--dropout_prob is run_squad_v2's (before its answer-class logit); SQuAD v1's span head has "
+                      "no dropout, as Google's. The encoder's dropout is the config's hidden_dropout_prob.")
   if FLAGS.num_train_epochs <= 0 and FLAGS.do_train:
     raise OptionError(f"--num_train_epochs={FLAGS.num_train_epochs} must be positive.")
   if not 0 <= FLAGS.warmup_proportion < 1:
