@@ -117,8 +117,8 @@ def squad_tool_run(tmp_path, version):
            f"--predict_file={write_squad(tmp_path / 'dev.json', version, 60, seed=2)}",
            f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_train", "--do_predict",
            f"--max_seq_length={SEQ}", "--doc_stride=32", "--max_query_length=16", "--max_answer_length=12",
-           "--train_batch_size=16", "--predict_batch_size=16", "--learning_rate=2e-3", "--dropout_prob=0",
-           "--save_checkpoints_steps=40", "--iterations_per_loop=40"]
+           "--train_batch_size=16", "--predict_batch_size=16", "--learning_rate=2e-3",
+           "--save_checkpoints_steps=40", "--iterations_per_loop=40"] + (["--dropout_prob=0"] if version == 2 else [])
   return train_resume_and_export(f"run_squad_v{version}.py", tmp_path, flags, ["--num_train_epochs=3.2"],
                                  ["--num_train_epochs=6.4"])  # 400 / 16 × 3.2 = 80 steps
 
