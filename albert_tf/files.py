@@ -1,10 +1,13 @@
-"""Input files: the globs users pass, and UTF-8 text read line by line with errors that name the line."""
+"""Files: the globs users pass, UTF-8 text read line by line with errors that name the line, and files
+written whole or not at all."""
 
 import glob
 import os
+import socket
+import uuid
 from typing import Iterator, List, Sequence, Tuple, Union
 
-from albert_tf.errors import DataError, InputFileError
+from albert_tf.errors import DataError, InputFileError, OutputError
 
 
 def expand_input_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
@@ -95,3 +98,38 @@ def read_utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
         raise DataError(f"{path}, line {line_number}: not UTF-8 ({error.reason} "
                         f"{raw[error.start:error.end]!r} at byte {error.start} of the line).") from None
       yield line_number, line.removeprefix("\ufeff") if line_number == 1 else line
+
+
+def partial_path(path: str) -> str:
+  """Where `path` (local or gs://) is written until it is complete: a hidden file beside it, unique to this
+  host, process and call (`pretraining_corpus.remove_stale_work` recognises the name)."""
+  directory, name = path.rsplit("/", 1) if "/" in path else (".", path)
+  return f"{directory}/.{name}.partial-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def write_atomically(path: str, content: Union[str, bytes]) -> str:
+  """Writes `content` (text as UTF-8) to a local or remote (gs://) `path`, whole or not at all: to a partial
+  file beside it, then renamed into place. Returns `path`.
+
+  Raises:
+    OutputError: the file cannot be written (no space, no permission); no partial file is left behind.
+  """
+  partial = partial_path(path)
+  remote = "://" in path
+  try:
+    with (_gfile().GFile(partial, "wb") if remote else open(partial, "wb")) as writer:
+      writer.write(content.encode("utf-8") if isinstance(content, str) else content)
+    if remote:
+      _gfile().rename(partial, path, overwrite=True)
+    else:
+      os.replace(partial, path)
+  except BaseException as error:  # Ctrl-C too: leave nothing half-written behind
+    if remote and _gfile().exists(partial):
+      _gfile().remove(partial)
+    elif not remote and os.path.exists(partial):
+      os.remove(partial)
+    # gfile raises TensorFlow's errors, not OSError.
+    if isinstance(error, OSError) or (remote and isinstance(error, Exception)):
+      raise OutputError(f"Could not write {path}: {getattr(error, 'strerror', None) or error}.") from None
+    raise
+  return path

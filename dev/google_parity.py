@@ -693,11 +693,8 @@ def v2_case(google, seed):
   our_predictions, our_scores = squad_scoring.evaluate_v2(
       examples, [features[i] for i in order], start_log_probs[order], start_index[order], end_log_probs[order],
       end_index[order], cls_logits[order], dataset, n_best_size, max_answer_length)
-  with tempfile.TemporaryDirectory() as folder:
-    our_files = {}
-    for name, path in squad_predictions.write_prediction_files(our_predictions, folder).items():
-      with open(path, encoding="utf-8") as reader:
-        our_files[name] = reader.read()
+  our_files = {os.path.splitext(name)[0]: text
+               for name, text in squad_predictions.prediction_file_texts(our_predictions).items()}
   evaluation = dict_difference("evaluate_v2", google_scores, {key: our_scores.get(key) for key in google_scores})
   google_json, our_json = ({name: json.loads(text) for name, text in files.items()}
                            for files in (google_files, our_files))

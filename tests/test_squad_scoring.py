@@ -1,7 +1,6 @@
 """SQuAD answers from model outputs (Google's n-best assembly) and the official scores, on hand-checked cases."""
 
 import json
-import os
 import re
 
 import numpy as np
@@ -264,23 +263,16 @@ def test_evaluate_v2_two_passes():
   assert scores["HasAns_exact"] == 50.0 and scores["NoAns_exact"] == 100.0
 
 
-def test_prediction_files(tmp_path):
+def test_prediction_files():
   v2 = squad_predictions.SquadPredictions(
       answers={"q": "Santa Clara", "r": ""},
       nbest={"q": [{"text": "Santa Clara", "probability": 1.0, "start_log_prob": -0.1, "end_log_prob": -0.2}],
              "r": [{"text": "", "probability": 1.0, "start_log_prob": -1e6, "end_log_prob": -1e6}]},
       null_odds={"q": -1.5, "r": 3.0})
-  output_dir = str(tmp_path / "eval")
-  paths = squad_predictions.write_prediction_files(v2, output_dir)
-  assert paths == {name: os.path.join(output_dir, name + ".json")
-                   for name in ("predictions", "nbest_predictions", "null_odds")}
-  assert sorted(os.listdir(output_dir)) == ["nbest_predictions.json", "null_odds.json", "predictions.json"]
-  with open(paths["predictions"], encoding="utf-8") as reader:
-    text = reader.read()
-  assert text == json.dumps(v2.answers, indent=4) + "\n"
-  for name, content in (("nbest_predictions", v2.nbest), ("null_odds", v2.null_odds)):
-    with open(paths[name], encoding="utf-8") as reader:
-      assert json.load(reader) == content
+  texts = squad_predictions.prediction_file_texts(v2)
+  assert sorted(texts) == ["nbest_predictions.json", "null_odds.json", "predictions.json"]
+  assert texts["predictions.json"] == json.dumps(v2.answers, indent=4) + "\n"
+  for name, content in (("nbest_predictions.json", v2.nbest), ("null_odds.json", v2.null_odds)):
+    assert json.loads(texts[name]) == content
   v1 = squad_predictions.SquadPredictions(answers={"q": "Santa Clara"}, nbest={"q": v2.nbest["q"]})
-  assert set(squad_predictions.write_prediction_files(v1, str(tmp_path))) == {"predictions", "nbest_predictions"}
-  assert not os.path.exists(tmp_path / "null_odds.json")
+  assert set(squad_predictions.prediction_file_texts(v1)) == {"predictions.json", "nbest_predictions.json"}

@@ -10,6 +10,7 @@ from absl import flags
 from albert_tf.cli import finetuning_flags
 from albert_tf.data import squad
 from albert_tf.errors import OptionError
+from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import finetuning
 from albert_tf.training import reading_objectives
@@ -62,9 +63,9 @@ def squad_run_from_flags(version: int):
       version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),
       predict_feature_file=FLAGS.predict_feature_file or os.path.join(FLAGS.output_dir, PREDICT_FEATURE_FILE),
-      predict_feature_left_file=FLAGS.predict_feature_left_file, doc_stride=FLAGS.doc_stride,
-      max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
-      max_answer_length=FLAGS.max_answer_length,
+      predict_feature_left_file=FLAGS.predict_feature_left_file,
+      reading=QuestionAnsweringOptions(FLAGS.max_query_length, FLAGS.doc_stride, FLAGS.max_answer_length,
+                                       FLAGS.n_best_size),
       **({"start_n_top": FLAGS.start_n_top, "end_n_top": FLAGS.end_n_top} if version == 2 else {}))
   objective = reading_objectives.SquadObjective(settings, tokenizer, FLAGS.max_seq_length)
   schedule = {}

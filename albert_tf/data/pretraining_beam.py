@@ -30,7 +30,7 @@ from albert_tf.data.instances import InstanceOptions, random_segment_tokens
 from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
                                                TokenizerSpec)
 from albert_tf.errors import AlbertError, DataError, InputFileError
-from albert_tf.files import file_size
+from albert_tf.files import file_size, partial_path
 
 _NAMESPACE = "albert_tf"
 # How a DataError or InputFileError raised in a worker appears in the pipeline's failure.
@@ -238,7 +238,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
   pretraining_corpus.remove_stale_work([directory for directory in output_dirs if "://" not in directory])
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   gfile.makedirs(work_dir)
-  partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
+  partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
   maker_args = (model_bytes, tokenizer_spec, options, random_seed)
   input_bytes = sum(file_size(path) for path in input_files)
   # Buckets: ranges of shuffle keys small enough for one worker's memory (about 2 bytes of text a token).

@@ -223,12 +223,6 @@ def work_dir_path(directory: str) -> str:
   return f"{directory.rstrip('/')}/.albert_data_work-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-def partial_path(path: str) -> str:
-  """Where a shard is written until the run succeeds: a hidden file beside it, named like the work directory."""
-  directory, name = path.rsplit("/", 1) if "/" in path else (".", path)
-  return f"{directory}/.{name}.partial-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
 def remove_stale_work(directories: Sequence[str]):
   """Removes the work directories and partial shards that runs on this host left in local `directories` when
   they were killed (their process is gone)."""

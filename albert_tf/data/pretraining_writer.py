@@ -38,6 +38,7 @@ from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSum
                                                TokenizerSpec)
 from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
 from albert_tf.errors import OptionError, OutputError
+from albert_tf.files import partial_path
 
 __all__ = ["CorpusError", "DataSummary", "TokenizerSpec", "create_pretraining_data"]
 
@@ -219,7 +220,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
   tracker = _Progress(progress)
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   os.makedirs(work_dir)
-  partials = {split: [pretraining_corpus.partial_path(path) for path in shards[split]] for split in splits}
+  partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
   init_args = (tokenizer_spec, model_proto, options, random_seed, work_dir)
   pool = None
   try:

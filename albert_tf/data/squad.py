@@ -35,14 +35,13 @@ import re
 import sys
 import time
 import unicodedata
-import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.files import file_exists, read_bytes
+from albert_tf.files import file_exists, partial_path, read_bytes, write_atomically
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 
 FIRST_UNIQUE_ID = 1000000000  # Google's
@@ -707,15 +706,6 @@ def _describe_change(name: str, old: object, new: object) -> str:
   return f"{name} ({old} → {new})"
 
 
-def _partial_path(path: str) -> str:
-  directory, name = os.path.split(path)
-  return os.path.join(directory, f".{name}.partial-{uuid.uuid4().hex[:12]}")
-
-
-def _replace(partial: str, path: str) -> None:
-  tf.io.gfile.rename(partial, path, overwrite=True)
-
-
 def _write_cache(feature_file: str, settings: dict, features: List[SquadFeature], max_seq_length: int,
                  is_training: bool) -> None:
   """Writes the feature file, then its settings: a crash in between leaves no settings, so no stale cache."""
@@ -725,27 +715,16 @@ def _write_cache(feature_file: str, settings: dict, features: List[SquadFeature]
   settings_file = _settings_file(feature_file)
   if tf.io.gfile.exists(settings_file):
     tf.io.gfile.remove(settings_file)
-  partial = _partial_path(feature_file)
+  partial = partial_path(feature_file)
   try:
     with tf.io.TFRecordWriter(partial) as writer:
       for feature in features:
         writer.write(_feature_record(feature, max_seq_length, is_training))
-    _replace(partial, feature_file)
+    tf.io.gfile.rename(partial, feature_file, overwrite=True)
   finally:
     if tf.io.gfile.exists(partial):
       tf.io.gfile.remove(partial)
-  _write_text(settings_file, json.dumps(dict(settings, num_features=len(features)), indent=2) + "\n")
-
-
-def _write_text(path: str, text: str) -> None:
-  partial = _partial_path(path)
-  try:
-    with tf.io.gfile.GFile(partial, "w") as writer:
-      writer.write(text)
-    _replace(partial, path)
-  finally:
-    if tf.io.gfile.exists(partial):
-      tf.io.gfile.remove(partial)
+  write_atomically(settings_file, json.dumps(dict(settings, num_features=len(features)), indent=2) + "\n")
 
 
 def _write_left_file(path: str, features: List[SquadFeature]) -> None:
@@ -754,7 +733,7 @@ def _write_left_file(path: str, features: List[SquadFeature]) -> None:
                        "token_start_to_char": feature.token_start_to_char,
                        "token_end_to_char": feature.token_end_to_char,
                        "token_is_max_context": feature.token_is_max_context}) + "\n" for feature in features]
-  _write_text(path, "".join(lines))
+  write_atomically(path, "".join(lines))
 
 
 def _feature_record(feature: SquadFeature, max_seq_length: int, is_training: bool) -> bytes:

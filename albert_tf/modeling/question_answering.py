@@ -55,12 +55,22 @@ class AlbertQuestionAnswerer(tf_keras.Model):
     return cls(**config)
 
 
+def squad_p_mask(inputs) -> tf.Tensor:
+  """Google's SQuAD `p_mask` of `[CLS] question [SEP] context [SEP]` inputs: int32 `[batch, seq]`, 0 at `[CLS]` and
+  the context tokens (segment 1 before the closing `[SEP]`), where an answer may start or end; 1 elsewhere."""
+  positions = tf.range(tf.shape(inputs["input_word_ids"])[1])[tf.newaxis, :]
+  closing_sep = tf.reduce_sum(inputs["input_mask"], axis=1, keepdims=True) - 1
+  is_context = tf.equal(inputs["input_type_ids"], 1) & (positions < closing_sep)
+  return tf.cast(~is_context & (positions > 0), tf.int32)
+
+
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertQuestionAnswererV2(tf_keras.Model):
   """ALBERT for questions that may have no answer, Google's SQuAD v2 model (XLNet's head).
 
-  Inputs: the encoder's dict plus `p_mask` int32 `[batch, seq]` (1 where a token cannot be part of an answer:
-  the question, the `[SEP]`s, padding) and, when training, `start_positions` int32 `[batch]`.
+  Inputs: the encoder's dict of `[CLS] question [SEP] context [SEP]`; `p_mask` int32 `[batch, seq]` (1 where a
+  token cannot be part of an answer), by default Google's, `squad_p_mask`; and, when training,
+  `start_positions` int32 `[batch]`.
 
   Outputs: those of `XLNetSpanHead`: with `start_positions`, the start and end log-probabilities and the
   no-answer logit; without, the beam of the `start_n_top` best starts and their `end_n_top` best ends.
@@ -84,14 +94,13 @@ class AlbertQuestionAnswererV2(tf_keras.Model):
 
   def call(self, inputs, training=None):
     sequence_output = self.encoder(inputs, training=training)["sequence_output"]
-    return self.squad_v2_head(sequence_output, inputs["p_mask"], inputs.get("start_positions"), training=training)
+    p_mask = inputs["p_mask"] if "p_mask" in inputs else squad_p_mask(inputs)
+    return self.squad_v2_head(sequence_output, p_mask, inputs.get("start_positions"), training=training)
 
   def dummy_inputs(self, batch_size=1, seq_length=None):
     """Inputs that build every variable (used before restoring a checkpoint): the beam needs that many tokens."""
     seq_length = seq_length or max(2, self.squad_v2_head.start_n_top, self.squad_v2_head.end_n_top)
-    inputs = self.encoder.dummy_inputs(batch_size, seq_length)
-    inputs["p_mask"] = tf.zeros_like(inputs["input_word_ids"])
-    return inputs
+    return self.encoder.dummy_inputs(batch_size, seq_length)
 
   def get_config(self):
     head = self.squad_v2_head

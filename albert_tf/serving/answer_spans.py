@@ -59,10 +59,10 @@ def question_windows(tokenizer, question: tf.Tensor, context: tf.Tensor, max_seq
     options: the reading options.
 
   Returns:
-    Per window `[windows]`: the model inputs (`input_word_ids`, `input_mask`, `input_type_ids`, `p_mask`,
-    `[windows, max_seq_length]`), `example` (its question's index), `context_offset` (the sequence position
-    of its first context token), `window_length` (its context tokens), and per sequence position
-    `is_max_context` (bool) and the token's byte span in the context, `token_begin`/`token_end` (int64).
+    Per window `[windows]`: the model inputs (`input_word_ids`, `input_mask`, `input_type_ids`,
+    `[windows, max_seq_length]`; SQuAD v2's model derives its `p_mask` from them), `example` (its question's
+    index), and per sequence position `in_context` and `is_max_context` (bool) and the token's byte span in
+    the context, `token_begin`/`token_end` (int64).
   """
   question_ids = tokenizer.encode(question)[:, :options.max_query_length]
   context_ids, piece_begin, piece_end = tokenizer.encode_with_offsets(context)
@@ -108,12 +108,9 @@ def question_windows(tokenizer, question: tf.Tensor, context: tf.Tensor, max_seq
   positions = tf.range(max_seq_length)[tf.newaxis, :]
   in_context = (positions >= context_offset[:, tf.newaxis]) & (
       positions < (context_offset + window_length)[:, tf.newaxis])
-  inputs["p_mask"] = tf.cast(~in_context & (positions > 0), tf.int32)  # [CLS] and the context can be pointed at
   return {
       "inputs": inputs,
       "example": example,
-      "context_offset": context_offset,
-      "window_length": window_length,
       "in_context": in_context,
       "is_max_context": in_context & at_positions(is_max_context, False),
       "token_begin": at_positions(tf.gather(piece_begin.flat_values, flat_index), tf.constant(0, tf.int64)),

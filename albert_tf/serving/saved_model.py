@@ -190,19 +190,15 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
     self.is_v2 = isinstance(model, AlbertQuestionAnswererV2)
     threshold = options.no_answer_threshold
     self.no_answer_threshold = tf.constant(float("inf") if threshold is None else threshold, tf.float32)
-    # Saving traces every tf.function the module holds: only the one of this model's inputs exists.
-    if self.is_v2:
-      self.serve_spans = tf.function(self._span_beam, input_signature=[_IDS, _IDS, _IDS, _IDS])
-    else:
-      self.serve_spans = tf.function(self._span_logits, input_signature=[_IDS, _IDS, _IDS])
+    # Saving traces every tf.function the module holds: only the one of this model's inputs exists (v2's
+    # head also takes p_mask).
+    self.serve_spans = tf.function(self._spans, input_signature=[_IDS] * (4 if self.is_v2 else 3))
 
-  def _span_logits(self, input_word_ids, input_mask, input_type_ids):
-    return self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                       "input_type_ids": input_type_ids}, training=False)
-
-  def _span_beam(self, input_word_ids, input_mask, input_type_ids, p_mask):
-    return self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                       "input_type_ids": input_type_ids, "p_mask": p_mask}, training=False)
+  def _spans(self, input_word_ids, input_mask, input_type_ids, p_mask=None):
+    inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
+    if p_mask is not None:
+      inputs["p_mask"] = p_mask
+    return self.model(inputs, training=False)
 
   @tf.function(input_signature=[_QUESTION, _CONTEXT])
   def answer_question(self, question, context):

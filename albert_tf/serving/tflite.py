@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import OutputError
+from albert_tf.files import write_atomically
 
 TFLITE_TOLERANCE = 1e-4  # largest |logit difference| accepted between TFLite and the model
 
@@ -75,7 +76,4 @@ def export_checked_tflite(model, path: str, max_seq_length: int,
     raise OutputError(f"The TFLite model's logits differ from the model's by up to {worst:.2e} (more than "
                       f"{TFLITE_TOLERANCE:g}); {path} was not written.")
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  with open(path + ".incomplete", "wb") as writer:
-    writer.write(flatbuffer)
-  os.replace(path + ".incomplete", path)
-  return path
+  return write_atomically(path, flatbuffer)

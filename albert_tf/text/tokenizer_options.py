@@ -14,7 +14,7 @@ import os
 from typing import Optional, Tuple
 
 from albert_tf.errors import DataError, OptionError
-from albert_tf.files import file_exists, read_bytes
+from albert_tf.files import file_exists, read_bytes, write_atomically
 
 OPTIONS_SUFFIX = ".tokenizer_options.json"
 _HF_TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -83,13 +83,7 @@ def read_options(spm_model_file: str) -> Optional[TokenizerOptions]:
 
 def write_options(spm_model_file: str, options: TokenizerOptions) -> str:
   """Records `options` beside `spm_model_file`; returns the file written."""
-  path = options_file(spm_model_file)
-  partial = f"{path}.partial"
-  with open(partial, "w", encoding="utf-8") as writer:
-    json.dump(dataclasses.asdict(options), writer, indent=2)
-    writer.write("\n")
-  os.replace(partial, path)
-  return path
+  return write_atomically(options_file(spm_model_file), json.dumps(dataclasses.asdict(options), indent=2) + "\n")
 
 
 def resolve_options(spm_model_file: str, do_lower_case: Optional[bool] = None,

@@ -30,7 +30,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.errors import DataError, OptionError
-from albert_tf.files import read_utf8_lines
+from albert_tf.files import read_utf8_lines, write_atomically
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text import sentencepiece_training
 from albert_tf.text.tokenizer import (SPECIAL_TOKENS, SentencePieceTokenizer, google_segmentation_model,
@@ -191,11 +191,7 @@ def write_model(proto: ModelProto, model_prefix: str, options: options_lib.Token
   with open(model_prefix + ".vocab", "w", encoding="utf-8") as writer:
     writer.writelines(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces)
   options_lib.write_options(model_prefix + ".model", options)
-  partial = model_prefix + ".model.partial"
-  with open(partial, "wb") as writer:
-    writer.write(proto.SerializeToString())
-  os.replace(partial, model_prefix + ".model")
-  return model_prefix + ".model"
+  return write_atomically(model_prefix + ".model", proto.SerializeToString())
 
 
 def old_segmentations(spm_model_file: str, pieces: Sequence[str]) -> List[List[int]]:

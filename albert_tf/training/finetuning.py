@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, evaluation_dataset, evaluation_steps, training_dataset
 from albert_tf.errors import OptionError, TrainingError
+from albert_tf.files import write_atomically
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
@@ -261,9 +262,7 @@ class FineTuning:
     if self.is_chief:
       os.makedirs(o.output_dir, exist_ok=True)
       for path, text in zip(paths, files.values()):
-        with open(path + ".incomplete", "w", encoding="utf-8") as writer:
-          writer.write(text)
-        os.replace(path + ".incomplete", path)
+        write_atomically(path, text)
     return paths[0]
 
   def export(self) -> str:

@@ -9,7 +9,8 @@
 Each gives `loop.Trainer` its loss and metrics (`sum_names`, `progress_groups`, `loss_normalizers`,
 `replica_loss`, `metrics_from_sums`), and the driver its model (`build_model`), inputs (`read_examples`,
 `encode`), evaluation (`predict`, `evaluation_metrics`), prediction files (`prediction_files`) and export
-(`exported_model`, `serving_options`). `reading_objectives` holds the reading-comprehension ones.
+(`exported_model`, `serving_options`, `export_files`); `FineTuningObjective` holds what most of them share.
+`reading_objectives` holds the reading-comprehension ones.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -33,7 +34,7 @@ SUBMIT_RESULTS = "submit_results.tsv"
 GOOGLE_METRIC_NAMES = {"accuracy": "eval_accuracy", "loss": "eval_loss", "mcc": "matthew_corr", "mse": "MSE"}
 
 
-def _safe_ratio(numerator: float, denominator: float) -> float:
+def safe_ratio(numerator: float, denominator: float) -> float:
   return float(numerator / denominator) if denominator else 0.0
 
 
@@ -48,8 +49,18 @@ def with_google_names(metrics: Dict[str, float]) -> Dict[str, float]:
   return dict(metrics, **google)
 
 
-class ExportsTheModel:
-  """What most objectives export: the fine-tuned model itself as a SavedModel, and nothing besides."""
+class FineTuningObjective:
+  """What objectives share unless they say otherwise: the examples of their `task`, nothing learned from the
+  train split, a loss averaged over examples, and the fine-tuned model itself exported as a SavedModel."""
+
+  loss_normalizers = staticmethod(example_count)
+
+  def read_examples(self, data_dir: str, split: str) -> List[Example]:
+    return self.task.read_examples(data_dir, split)
+
+  def learn_from_train(self, examples):
+    """Nothing to learn (a classifier's labels are its task's; a tsv task's come from its train split)."""
+    del examples
 
   def exported_model(self, model) -> tf_keras.Model:
     """What `--export_dir` serves: the model with its head (a classifier classifies text, ...)."""
@@ -75,7 +86,7 @@ def prediction_tables(guids: List[str], predictions: List[str], raw: List[List[f
   }
 
 
-class ClassifierObjective(ExportsTheModel):
+class ClassifierObjective(FineTuningObjective):
   """Google's `run_classifier`: the task's classes (cross-entropy) or its score (squared error).
 
   Args:
@@ -105,13 +116,6 @@ class ClassifierObjective(ExportsTheModel):
       raise TaskError(f"--output_dir {output_dir} was trained with labels {info['label_list']}; this run's labels "
                       f"are {list(self.task.label_list)}. Use a new --output_dir.")
 
-  def read_examples(self, data_dir: str, split: str) -> List[Example]:
-    return self.task.read_examples(data_dir, split)
-
-  def learn_from_train(self, examples: List[Example]):
-    """Nothing to learn: the task's label list (a tsv task's comes from its train split) is the head's."""
-    del examples
-
   def encode(self, examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,
              description: str) -> EncodedSplit:
     texts_b = [example.text_b or "" for example in examples] if self.task.is_pair else None
@@ -134,8 +138,6 @@ class ClassifierObjective(ExportsTheModel):
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return loss, tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
 
-  loss_normalizers = staticmethod(example_count)
-
   def replica_loss(self, model):
     """(batch, global examples) -> (this batch's share of the global-batch mean loss, its sums)."""
 
@@ -149,9 +151,9 @@ class ClassifierObjective(ExportsTheModel):
 
   def metrics_from_sums(self, sums) -> Dict[str, float]:
     values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
-    metrics = {"loss": _safe_ratio(values["loss"], values["examples"])}
+    metrics = {"loss": safe_ratio(values["loss"], values["examples"])}
     if not self.task.is_regression:
-      metrics["accuracy"] = _safe_ratio(values["correct"], values["examples"])
+      metrics["accuracy"] = safe_ratio(values["correct"], values["examples"])
     return metrics
 
   def predict(self, model, batch) -> tf.Tensor:
@@ -175,8 +177,7 @@ class ClassifierObjective(ExportsTheModel):
                              probabilities.tolist())
 
 
-
-class SentenceSimilarityObjective(ExportsTheModel):
+class SentenceSimilarityObjective(FineTuningObjective):
   """Sentence-BERT's siamese regression: the cosine of two embeddings fits the pair's scaled score.
 
   Args:
@@ -222,9 +223,6 @@ class SentenceSimilarityObjective(ExportsTheModel):
       raise TaskError(f"--output_dir {output_dir} was trained with score range {info['score_range']}; this run's "
                       f"is {list(self.score_range)}. Use a new --output_dir.")
 
-  def read_examples(self, data_dir: str, split: str) -> List[Example]:
-    return self.task.read_examples(data_dir, split)
-
   def learn_from_train(self, examples: List[Example]):
     """Without a given (or an earlier run's) score range, takes the train split's lowest and highest score."""
     if self.score_range is None:
@@ -255,8 +253,6 @@ class SentenceSimilarityObjective(ExportsTheModel):
     low, high = self.score_range
     return (scores - low) / (high - low)
 
-  loss_normalizers = staticmethod(example_count)
-
   def replica_loss(self, model):
     """(batch, global examples) -> (this batch's share of the global-batch mean squared error, its sums)."""
 
@@ -269,7 +265,7 @@ class SentenceSimilarityObjective(ExportsTheModel):
 
   def metrics_from_sums(self, sums) -> Dict[str, float]:
     values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
-    return {"loss": _safe_ratio(values["loss"], values["examples"])}
+    return {"loss": safe_ratio(values["loss"], values["examples"])}
 
   def predict(self, model, batch) -> tf.Tensor:
     """The cosine similarity of each pair, float32 `[batch]`."""

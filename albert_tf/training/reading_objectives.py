@@ -13,7 +13,6 @@ Both give `loop.Trainer` and the driver what `finetuning_objectives` describes.
 
 import dataclasses
 import itertools
-import json
 import os
 from typing import Dict, List, Optional, Sequence
 
@@ -32,10 +31,12 @@ from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training import run_directory, squad_predictions, squad_scoring
-from albert_tf.training.finetuning_objectives import (ExportsTheModel, example_count, prediction_tables,
+from albert_tf.training.finetuning_objectives import (FineTuningObjective, prediction_tables, safe_ratio,
                                                       with_google_names)
 
 TFLITE_FILE = "albert_model.tflite"  # Google's run_squad_v1 name
+# The reading settings a SQuAD run records in its task.json (the no-answer threshold is its evaluation's).
+_READING_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length", "n_best_size")
 
 
 def _packed(sequences: List[Sequence[int]], first_segment_lengths: List[int]) -> PackedSequences:
@@ -44,10 +45,6 @@ def _packed(sequences: List[Sequence[int]], first_segment_lengths: List[int]) ->
   values = np.fromiter(itertools.chain.from_iterable(sequences), np.int32, count=int(lengths.sum()))
   return PackedSequences(tf.RaggedTensor.from_row_lengths(values, lengths),
                          tf.constant(first_segment_lengths, tf.int32))
-
-
-def _safe_ratio(numerator: float, denominator: float) -> float:
-  return float(numerator / denominator) if denominator else 0.0
 
 
 @dataclasses.dataclass
@@ -59,7 +56,8 @@ class SquadSettings:
     train_file, predict_file: the SQuAD JSON files.
     train_feature_file, predict_feature_file: the TFRecord caches of their features.
     predict_feature_left_file: Google's file of the prediction features' token maps (JSON lines here).
-    doc_stride, max_query_length, n_best_size, max_answer_length: as Google's flags.
+    reading: `--max_query_length`, `--doc_stride`, `--max_answer_length` and `--n_best_size`, which the
+      exported `answer_question` reads with too.
     start_n_top, end_n_top: v2's beam.
   """
 
@@ -69,15 +67,12 @@ class SquadSettings:
   train_feature_file: Optional[str] = None
   predict_feature_file: Optional[str] = None
   predict_feature_left_file: Optional[str] = None
-  doc_stride: int = 128
-  max_query_length: int = 64
-  n_best_size: int = 20
-  max_answer_length: int = 30
+  reading: QuestionAnsweringOptions = dataclasses.field(default_factory=QuestionAnsweringOptions)
   start_n_top: int = 5
   end_n_top: int = 5
 
 
-class SquadObjective(ExportsTheModel):
+class SquadObjective(FineTuningObjective):
   """Google's SQuAD fine-tuning, v1 or v2.
 
   Args:
@@ -101,8 +96,7 @@ class SquadObjective(ExportsTheModel):
                                       and 1 <= settings.end_n_top <= max_seq_length):
       raise OptionError(f"--start_n_top={settings.start_n_top} and --end_n_top={settings.end_n_top} must be between "
                         f"1 and --max_seq_length={max_seq_length}.")
-    QuestionAnsweringOptions(settings.max_query_length, settings.doc_stride, settings.max_answer_length,
-                             settings.n_best_size).check(max_seq_length)
+    settings.reading.check(max_seq_length)
     self.settings = settings
     self.tokenizer = tokenizer
     self.max_seq_length = max_seq_length
@@ -118,8 +112,7 @@ class SquadObjective(ExportsTheModel):
   def run_info(self) -> Dict:
     s = self.settings
     return {"task": self.task_name, "start_n_top": s.start_n_top, "end_n_top": s.end_n_top,
-            "max_query_length": s.max_query_length, "doc_stride": s.doc_stride,
-            "max_answer_length": s.max_answer_length, "n_best_size": s.n_best_size}
+            **{name: getattr(s.reading, name) for name in _READING_SETTINGS}}
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     if info.get("task") != self.task_name:
@@ -134,19 +127,18 @@ class SquadObjective(ExportsTheModel):
       if not s.train_file:
         raise OptionError("--do_train needs --train_file.")
       return squad.load_or_create_features(
-          s.train_file, self.tokenizer, self.max_seq_length, s.doc_stride, s.max_query_length, is_training=True,
+          s.train_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
+          is_training=True,
           version_2_with_negative=self.is_v2, feature_file=s.train_feature_file)
     if not s.predict_file:
       raise OptionError("--do_predict needs --predict_file.")
     if self._predict_split is None:
       self._predict_split = squad.load_or_create_features(
-          s.predict_file, self.tokenizer, self.max_seq_length, s.doc_stride, s.max_query_length, is_training=False,
+          s.predict_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
+          is_training=False,
           version_2_with_negative=self.is_v2, feature_file=s.predict_feature_file,
           feature_left_file=s.predict_feature_left_file)
     return self._predict_split
-
-  def learn_from_train(self, examples: squad.SquadSplit):
-    del examples
 
   def encode(self, split: squad.SquadSplit, tokenizer, max_seq_length: int, description: str) -> EncodedSplit:
     """The windows as rows: `[CLS] question [SEP] window [SEP]`, labels (start, end, is_impossible)."""
@@ -168,17 +160,6 @@ class SquadObjective(ExportsTheModel):
                                       recompute_grad)
     return AlbertQuestionAnswerer(config, recompute_grad)
 
-  @staticmethod
-  def _with_p_mask(inputs):
-    """The inputs plus Google's `p_mask`: 1 except at `[CLS]` and the context tokens."""
-    word_ids = inputs["input_word_ids"]
-    positions = tf.range(tf.shape(word_ids)[1])[tf.newaxis, :]
-    last = tf.reduce_sum(inputs["input_mask"], axis=1, keepdims=True) - 1  # the closing [SEP]
-    is_context = tf.equal(inputs["input_type_ids"], 1) & (positions < last)
-    return dict(inputs, p_mask=tf.cast(~is_context & (positions > 0), tf.int32))
-
-  loss_normalizers = staticmethod(example_count)
-
   def replica_loss(self, model):
     """(batch, global examples) -> (this batch's share of Google's mean loss, its sums)."""
 
@@ -186,7 +167,7 @@ class SquadObjective(ExportsTheModel):
       labels = batch["labels"]
       starts, ends = labels[:, 0], labels[:, 1]
       if self.is_v2:
-        outputs = model(dict(self._with_p_mask(batch["inputs"]), start_positions=starts), training=True)
+        outputs = model(dict(batch["inputs"], start_positions=starts), training=True)
         start_scores, end_scores = outputs["start_log_probs"], outputs["end_log_probs"]
         start_loss = -tf.gather(start_scores, starts, batch_dims=1)
         end_loss = -tf.gather(end_scores, ends, batch_dims=1)
@@ -211,20 +192,18 @@ class SquadObjective(ExportsTheModel):
 
   def metrics_from_sums(self, sums) -> Dict[str, float]:
     values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
-    return {"loss": _safe_ratio(values["loss"], values["examples"]),
-            "start_accuracy": _safe_ratio(values["start_correct"], values["examples"]),
-            "end_accuracy": _safe_ratio(values["end_correct"], values["examples"])}
+    return {"loss": safe_ratio(values["loss"], values["examples"]),
+            "start_accuracy": safe_ratio(values["start_correct"], values["examples"]),
+            "end_accuracy": safe_ratio(values["end_correct"], values["examples"])}
 
   # --- evaluation, predictions, export -------------------------------------------------------------------
 
   def predict(self, model, batch) -> Dict[str, tf.Tensor]:
     """v1: the start and end logits of every token; v2: the head's beam and no-answer logit."""
-    if self.is_v2:
-      return model(self._with_p_mask(batch["inputs"]), training=False)
     return model(batch["inputs"], training=False)
 
   def _answers(self, outputs: Dict[str, np.ndarray], split: squad.SquadSplit, threshold: Optional[float]):
-    s = self.settings
+    s = self.settings.reading
     if self.is_v2:
       return squad_predictions.v2_predictions(
           split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
@@ -235,7 +214,7 @@ class SquadObjective(ExportsTheModel):
 
   def _scores(self, outputs: Dict[str, np.ndarray], split: squad.SquadSplit):
     """(answers, the official metrics): v2 with Google's two passes, the second at the best-F1 threshold."""
-    s = self.settings
+    s = self.settings.reading
     if self.is_v2:
       return squad_scoring.evaluate_v2(
           split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
@@ -260,9 +239,7 @@ class SquadObjective(ExportsTheModel):
       answers, _ = self._scores(outputs, source)
     else:
       answers = self._answers(outputs, source, self._best_threshold(output_dir))
-    return {name: json.dumps(content, indent=4) + "\n" for name, content in (
-        (squad_predictions.PREDICTIONS_FILE, answers.answers), (squad_predictions.NBEST_FILE, answers.nbest),
-        (squad_predictions.NULL_ODDS_FILE, answers.null_odds)) if content is not None}
+    return squad_predictions.prediction_file_texts(answers)
 
   def _best_threshold(self, output_dir: str) -> Optional[float]:
     """v2: the no-answer threshold of `model.ckpt-best`'s evaluation (None: never chosen, always answer)."""
@@ -271,9 +248,7 @@ class SquadObjective(ExportsTheModel):
 
   def serving_options(self, output_dir: str) -> QuestionAnsweringOptions:
     """`answer_question` reads as training did; v2 with the threshold of the best evaluation."""
-    s = self.settings
-    return QuestionAnsweringOptions(s.max_query_length, s.doc_stride, s.max_answer_length, s.n_best_size,
-                                    self._best_threshold(output_dir))
+    return dataclasses.replace(self.settings.reading, no_answer_threshold=self._best_threshold(output_dir))
 
   def export_files(self, model, export_path: str, max_seq_length: int) -> List[str]:
     """v1, as Google's: `albert_model.tflite` beside the SavedModel, checked to give the model's logits."""
@@ -292,14 +267,12 @@ def run_serving_options(checkpoint_prefix: str) -> Optional[QuestionAnsweringOpt
   if info.get("task") not in ("squad_v1", "squad_v2"):
     return None
   best = run_directory.read_best_info(run_dir) or {}
-  defaults = QuestionAnsweringOptions()
   return QuestionAnsweringOptions(
-      info.get("max_query_length", defaults.max_query_length), info.get("doc_stride", defaults.doc_stride),
-      info.get("max_answer_length", defaults.max_answer_length), info.get("n_best_size", defaults.n_best_size),
-      best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
+      **{name: info[name] for name in _READING_SETTINGS if name in info},
+      no_answer_threshold=best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
 
 
-class MultipleChoiceObjective(ExportsTheModel):
+class MultipleChoiceObjective(FineTuningObjective):
   """Google's RACE fine-tuning: a score per option, cross-entropy of their softmax.
 
   Args:
@@ -333,9 +306,6 @@ class MultipleChoiceObjective(ExportsTheModel):
   def read_examples(self, data_dir: str, split: str) -> List[race.RaceExample]:
     return race.read_race_examples(data_dir, split, self.high_only, self.middle_only)
 
-  def learn_from_train(self, examples):
-    del examples
-
   def encode(self, examples: List[race.RaceExample], tokenizer, max_seq_length: int,
              description: str) -> EncodedSplit:
     """One row per question; each option's sequence under `choice_<k>`."""
@@ -356,8 +326,6 @@ class MultipleChoiceObjective(ExportsTheModel):
     names = sorted((name for name in batch if name.startswith("choice_")), key=lambda name: int(name[7:]))
     return {key: tf.stack([batch[name][key] for name in names], axis=1) for key in batch[names[0]]}
 
-  loss_normalizers = staticmethod(example_count)
-
   def replica_loss(self, model):
     """(batch, global examples) -> (this batch's share of the mean cross-entropy, its sums)."""
 
@@ -372,8 +340,8 @@ class MultipleChoiceObjective(ExportsTheModel):
 
   def metrics_from_sums(self, sums) -> Dict[str, float]:
     values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
-    return {"loss": _safe_ratio(values["loss"], values["examples"]),
-            "accuracy": _safe_ratio(values["correct"], values["examples"])}
+    return {"loss": safe_ratio(values["loss"], values["examples"]),
+            "accuracy": safe_ratio(values["correct"], values["examples"])}
 
   def predict(self, model, batch) -> tf.Tensor:
     return model(self._options(batch), training=False)["logits"]

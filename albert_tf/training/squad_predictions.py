@@ -25,12 +25,10 @@ Where this differs from Google's code:
 
 import dataclasses
 import json
-import os
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from albert_tf.errors import OutputError
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
@@ -169,37 +167,13 @@ def apply_null_threshold(predictions: SquadPredictions,
   return SquadPredictions(answers, predictions.nbest, predictions.null_odds)
 
 
-def write_prediction_files(predictions: SquadPredictions, output_dir: str) -> Dict[str, str]:
-  """Writes Google's prediction files into `output_dir` (created if missing), each whole or not at all.
-
-  Args:
-    predictions: what to write.
-    output_dir: a local directory.
-
-  Returns:
-    The paths written by name: "predictions", "nbest_predictions" and, for v2, "null_odds".
-
-  Raises:
-    OutputError: a file could not be written (no space, no permission); it is not left half written.
-  """
+def prediction_file_texts(predictions: SquadPredictions) -> Dict[str, str]:
+  """Google's prediction files as file name -> text (JSON, indent 4): `predictions.json`,
+  `nbest_predictions.json` and, for v2, `null_odds.json`."""
   contents = {PREDICTIONS_FILE: predictions.answers, NBEST_FILE: predictions.nbest}
   if predictions.null_odds is not None:
     contents[NULL_ODDS_FILE] = predictions.null_odds
-  paths = {}
-  for file_name, content in contents.items():
-    path = os.path.join(output_dir, file_name)
-    partial = path + ".partial"
-    try:
-      os.makedirs(output_dir, exist_ok=True)
-      with open(partial, "w", encoding="utf-8") as writer:
-        writer.write(json.dumps(content, indent=4) + "\n")
-      os.replace(partial, path)
-    except OSError as error:
-      if os.path.exists(partial):
-        os.remove(partial)
-      raise OutputError(f"Could not write {path}: {error.strerror or error}.") from None
-    paths[os.path.splitext(file_name)[0]] = path
-  return paths
+  return {name: json.dumps(content, indent=4) + "\n" for name, content in contents.items()}
 
 
 def _feature_rows(features: Sequence, outputs: np.ndarray, name: str) -> np.ndarray:
