@@ -17,7 +17,7 @@ import transformers
 import albert_tf
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop.huggingface import export_to_hf
-from albert_tf.interop.vocab_resizing import extend_vocabulary
+from albert_tf.interop.vocab_resizing import extend_vocabulary, resize_vocabulary
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
 from albert_tf.text import tokenizer_options as options_lib
@@ -345,3 +345,15 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(case, bad_inputs, tmp_p
     extend_vocabulary(**arguments)
   after = sorted(os.listdir(arguments["output_dir"])) if os.path.isdir(arguments["output_dir"]) else None
   assert after == before
+
+
+@pytest.mark.parametrize("fine_tuned", ["classifier", "squad_v1", "squad_v2", "multiple_choice"])
+def test_fine_tuned_models_are_refused_not_stripped_of_their_head(fine_tuned):
+  config = tiny_config(50)
+  model = {"classifier": lambda: albert_tf.AlbertClassifier(config, ["a", "b"]),
+           "squad_v1": lambda: albert_tf.AlbertQuestionAnswerer(config),
+           "squad_v2": lambda: albert_tf.AlbertQuestionAnswererV2(config),
+           "multiple_choice": lambda: albert_tf.AlbertMultipleChoice(config)}[fine_tuned]()
+  model(model.dummy_inputs())
+  with pytest.raises(OptionError, match="fine-tuned model .* extend the vocabulary of the pretrained model"):
+    resize_vocabulary(model, np.zeros([2, config.embedding_size], np.float32), None)

@@ -67,9 +67,9 @@ def resize_vocabulary(model: tf.Module, new_rows: np.ndarray, new_bias: Optional
     The new model, built, whose config has the new `vocab_size`; every old value is copied bit for bit.
 
   Raises:
-    OptionError: the model is a fine-tuned classifier (extend the pretrained model, then fine-tune).
+    OptionError: the model is fine-tuned, with a task head (extend the pretrained model, then fine-tune).
   """
-  _refuse_classifier(model)
+  _refuse_fine_tuned(model)
   encoder = getattr(model, "encoder", model)
   masked_lm_head = getattr(model, "masked_lm_head", None)
   if (new_bias is None) != (masked_lm_head is None):
@@ -88,10 +88,13 @@ def resize_vocabulary(model: tf.Module, new_rows: np.ndarray, new_bias: Optional
   return resized
 
 
-def _refuse_classifier(model: tf.Module) -> None:
-  if getattr(model, "classifier_head", None) is not None:
-    raise OptionError("The checkpoint is a fine-tuned classifier: extend the vocabulary of the pretrained model "
-                      "it came from, then fine-tune again.")
+def _refuse_fine_tuned(model: tf.Module) -> None:
+  """A task head (classifier, SQuAD, multiple choice) has no place in a resized pretraining model: refused, not
+  dropped."""
+  heads = [name for head, name in checkpoint_lib.TASK_HEADS.items() if getattr(model, head, None) is not None]
+  if heads:
+    raise OptionError(f"The checkpoint is a fine-tuned model (it has a {heads[0]}): extend the vocabulary of the "
+                      "pretrained model it came from, then fine-tune again.")
 
 
 @dataclasses.dataclass
@@ -187,7 +190,7 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
   source = None
   if init_checkpoint:
     source = conversion.read_checkpoint(init_checkpoint, albert_config_file, spm_model_file)
-    _refuse_classifier(source.model)
+    _refuse_fine_tuned(source.model)
     checkpoint_size = getattr(source.model, "encoder", source.model).config.vocab_size
     if checkpoint_size != old_tokenizer.vocab_size:
       raise DataError(f"{init_checkpoint} has a vocabulary of {checkpoint_size:,} pieces, {spm_model_file} one of "
