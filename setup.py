@@ -4,14 +4,20 @@ import setuptools
 
 # tools/*.py (Google's script names, run from a checkout) are installed as the package albert_tf_tools, and
 # each as the command albert-<name> (albert-run-pretraining, ...).
-TOOLS = ("create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1", "run_squad_v2", "run_race",
-         "train_sentence_encoder", "train_sentencepiece", "extend_vocab", "convert_checkpoint", "export_hf",
-         "export_saved_model", "export_tfhub",
-         "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning", "benchmark_vocab_extension")
+TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1",
+         "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
+         "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
+         "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning", "benchmark_vocab_extension",
+         "benchmark_prepare_corpus", "benchmark_pretokenizer")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.
 BEAM = ["apache-beam[gcp]"]
+# The Korean analyzers, each with its model or dictionary from the package index: Kiwi (prepare_corpus's Korean
+# sentences, train_sentencepiece --pretokenizer=kiwi, vocab_report) and MeCab-ko (--pretokenizer=mecab).
+# Pinned to a minor release: another Kiwi model splits and analyses differently, and the outputs should not
+# change under a user.
+KOREAN = ["kiwipiepy~=0.24.1", "mecab-ko~=1.0.3"]
 
 setuptools.setup(
     name="albert-tf",
@@ -38,16 +44,19 @@ setuptools.setup(
         "sentencepiece<0.2.3",
         "absl-py",
         "numpy",
+        # prepare_corpus's sentence splitter for languages other than Korean (pure Python, ~300 languages).
+        "sentencex~=1.0.32",
         # tensorflow-hub (the Model Garden's; hub.KerasLayer loads our TF Hub exports) imports pkg_resources,
         # which setuptools 81 removed.
         "setuptools<81",
     ],
     extras_require={
         "beam": BEAM,
+        "korean": KOREAN,
         # scikit-learn and SciPy: the metrics are checked against them. pytest-xdist: the suite runs on 2 cores.
         # The optional extras too, so that none of their tests can skip.
         "test": ["pytest", "pytest-xdist", "transformers", "torch==2.13.0", "safetensors", "scikit-learn",
-                 "scipy"] + BEAM,
+                 "scipy"] + BEAM + KOREAN,
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -2,12 +2,14 @@
 written whole or not at all."""
 
 import glob
+import gzip
 import os
 import socket
 import uuid
+import zlib
 from typing import Iterator, List, Sequence, Tuple, Union
 
-from albert_tf.errors import DataError, InputFileError, OutputError
+from albert_tf.errors import DataError, InputFileError, OptionError, OutputError
 
 
 def expand_input_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
@@ -57,6 +59,24 @@ def file_exists(path: str) -> bool:
   return (_gfile().exists(path) and not _gfile().isdir(path)) if "://" in path else os.path.isfile(path)
 
 
+def check_inputs_and_outputs(input_files: Sequence[str], output_files: Sequence[str]):
+  """What every data tool checks first: inputs that exist, and outputs named once and none of them an input.
+
+  Raises:
+    InputFileError: no input file, or one that does not exist.
+    OptionError: no output file, one named twice or that is also an input.
+  """
+  if not input_files:
+    raise InputFileError("No input files.")
+  for path in input_files:
+    if not file_exists(path):
+      raise InputFileError(f"Input file not found: {path}")
+  if not output_files:
+    raise OptionError("No output files.")
+  if len(set(output_files)) < len(output_files) or set(output_files) & set(input_files):
+    raise OptionError("Each output file must be named once, and be none of the input files.")
+
+
 def read_bytes(path: str) -> bytes:
   """The bytes of a local or remote (gs://) file.
 
@@ -79,11 +99,13 @@ def file_size(path: str) -> int:
 
 
 def read_utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
-  """Yields (1-based line number, line with its line break) of a UTF-8 text file; a byte-order mark is dropped.
+  """Yields (1-based line number, line with its line break) of a UTF-8 text file, gzip-compressed when its
+  name ends in `.gz`; a byte-order mark is dropped.
 
   Raises:
     InputFileError: the file cannot be opened (missing, a broken link, no permission).
-    DataError: a line that is not UTF-8, naming the file, the line and the byte.
+    DataError: a line that is not UTF-8, naming the file, the line and the byte; a `.gz` file that is not
+      gzip or is cut short.
   """
   # Bytes, so that a decoding error can name its line.
   try:
@@ -91,13 +113,18 @@ def read_utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
   except OSError as error:
     raise InputFileError(f"{path}: cannot be read ({error.strerror or error}).") from None
   with reader:
-    for line_number, raw in enumerate(reader, 1):
-      try:
-        line = raw.decode("utf-8")
-      except UnicodeDecodeError as error:
-        raise DataError(f"{path}, line {line_number}: not UTF-8 ({error.reason} "
-                        f"{raw[error.start:error.end]!r} at byte {error.start} of the line).") from None
-      yield line_number, line.removeprefix("\ufeff") if line_number == 1 else line
+    lines = gzip.GzipFile(fileobj=reader, mode="rb") if path.endswith(".gz") else reader
+    line_number = 0
+    try:
+      for line_number, raw in enumerate(lines, 1):
+        try:
+          line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+          raise DataError(f"{path}, line {line_number}: not UTF-8 ({error.reason} "
+                          f"{raw[error.start:error.end]!r} at byte {error.start} of the line).") from None
+        yield line_number, line.removeprefix("\ufeff") if line_number == 1 else line
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+      raise DataError(f"{path}: not a complete gzip file after line {line_number} ({error}).") from None
 
 
 def partial_path(path: str) -> str:

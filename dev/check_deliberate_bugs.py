@@ -88,6 +88,15 @@ BUGS = {
     "recomputation_redraws_dropout": Bug(
         "albert_tf/modeling/encoder.py", "training=True, dropout_seed=dropout_seed))", "training=True))",
         ["tests/test_further_pretraining.py", "-k", "dropout_masks"]),
+    "duplicates_keep_the_last_copy": Bug(
+        "albert_tf/data/corpus_preparation_beam.py", "(file_index, document_index), sentences = documents[0]",
+        "(file_index, document_index), sentences = documents[-1]", ["tests/test_prepare_corpus.py", "-k", "beam"]),
+    "no_nfc_before_splitting": Bug(
+        "albert_tf/text/sentence_splitting.py", 'text = _CONTROL.sub("", unicodedata.normalize("NFC", text))',
+        'text = _CONTROL.sub("", text)', ["tests/test_prepare_corpus.py"]),
+    "morpheme_boundaries_inside_a_syllable": Bug(
+        "albert_tf/text/korean_analyzers.py", "if 0 < morpheme.start < length and morpheme.start >= end:",
+        "if 0 < morpheme.start < length:", ["tests/test_korean_vocabulary.py"]),
 }
 
 

@@ -17,8 +17,8 @@ from albert_tf.modeling.config import AlbertConfigError
 from albert_tf.training import distribution, pretraining
 from conftest import REPO
 
-# Each sub-package may import itself and those before it. `errors` and `files` come first of all.
-STAGES = ("errors", "files", "modeling", "text", "data", "interop", "serving", "training", "cli")
+# Each sub-package may import itself and those before it. `errors`, `files` and `workers` come first of all.
+STAGES = ("errors", "files", "workers", "modeling", "text", "data", "interop", "serving", "training", "cli")
 
 
 def stage_of(module: str):
@@ -63,7 +63,8 @@ def test_each_stage_imports_only_itself_and_earlier_stages():
 def test_the_data_path_imports_no_tensorflow():
   # The data tool's worker processes start from a fork server that imports the tool's modules: without
   # TensorFlow they start fast and hold no TensorFlow state.
-  code = ("import sys, albert_tf, albert_tf.cli, albert_tf.files, albert_tf.data.pretraining_writer; "
+  code = ("import sys, albert_tf, albert_tf.cli, albert_tf.files, albert_tf.data.pretraining_writer, "
+          "albert_tf.data.corpus_preparation; "
           "print(sorted(name for name in ('tensorflow', 'tf_keras') if name in sys.modules))")
   result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
   assert result.returncode == 0, result.stderr

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from albert_tf.data import beam_support
 from albert_tf.data import pretraining_beam
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_corpus import TokenizerSpec
@@ -70,9 +71,9 @@ def test_a_worker_that_cannot_read_its_file_names_it(tmp_path):
   failure = RuntimeError("Pipeline failed:\nTraceback (most recent call last):\n  ...\nalbert_tf.errors."
                          f"InputFileError: {link}: cannot be read (No such file or directory). [while running "
                          "'ReadDocuments/ParDo(_ReadDocuments)']\n")
-  error = pretraining_beam._worker_error(failure)
+  error = beam_support.worker_error(failure, (pretraining_beam.CorpusError,))
   assert type(error) is InputFileError and str(error) == f"{link}: cannot be read (No such file or directory)."
-  assert pretraining_beam._worker_error(RuntimeError("OOM in a worker")) is None
+  assert beam_support.worker_error(RuntimeError("OOM in a worker")) is None
 
 
 def test_runner_without_apache_beam_is_one_line_naming_the_extra(tmp_path):

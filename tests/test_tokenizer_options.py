@@ -70,6 +70,20 @@ def test_a_broken_record_is_a_clear_error(tmp_path):
     options_lib.read_options(str(tmp_path / "spiece.model"))
 
 
+def test_the_pretokenizer_is_recorded_when_there_is_one_and_checked_by_no_tool(tmp_path):
+  model = str(tmp_path / "spiece.model")
+  options_lib.write_options(model, options_lib.TokenizerOptions(pretokenizer="kiwi"))
+  assert json.loads((tmp_path / "spiece.tokenizer_options.json").read_text()) == {
+      "do_lower_case": True, "keep_accents": False, "pretokenizer": "kiwi"}
+  assert options_lib.resolve_options(model, do_lower_case=True).pretokenizer == "kiwi"
+  with pytest.raises(OptionError, match="--do_lower_case=true --keep_accents=false: the ids"):
+    options_lib.resolve_options(model, keep_accents=True)
+  (tmp_path / "spiece.tokenizer_options.json").write_text('{"do_lower_case": true, "keep_accents": false, '
+                                                          '"pretokenizer": 3}')
+  with pytest.raises(DataError, match="pretokenizer must be the name of an analyzer, got 3"):
+    options_lib.read_options(model)
+
+
 def start_data_tool(tmp_path, name, spm_model, *flags):
   """The data tool on a few hundred lines (accents and capitals among them); returns the process and its output."""
   corpus = tmp_path / "corpus.txt"

@@ -7,6 +7,7 @@ pipeline options follow ours on the command line:
 absl would refuse flags it does not know, so these tools parse only their own and pass the rest to Beam.
 """
 
+import importlib
 import sys
 from typing import List
 
@@ -21,6 +22,10 @@ def define_data_flags():
   flags.DEFINE_integer("shuffle_memory_mb", 1024, "Memory budget of the global shuffle: the most records (in MB) "
                        "held at once, by this process or, with --runner, by one Beam worker. The output does not "
                        "depend on it.", lower_bound=1)
+  define_runner_flag()
+
+
+def define_runner_flag():
   flags.DEFINE_string("runner", None, "Run as an Apache Beam pipeline on this runner (DirectRunner, "
                       "DataflowRunner, FlinkRunner, SparkRunner, PortableRunner); Beam's pipeline options "
                       "(--project, --region, --temp_location, --direct_num_workers, ...) follow ours.")
@@ -48,11 +53,11 @@ def pipeline_args(argv: List[str]) -> List[str]:
   return [f"--runner={FLAGS.runner}"] + argv[1:] if FLAGS.runner else []
 
 
-def beam_engine():
-  """The `pretraining_beam` module, or one clear error when Apache Beam (the `beam` extra) is not installed."""
+def beam_engine(module: str = "pretraining_beam"):
+  """The Beam engine `albert_tf.data.<module>`, or one clear error when Apache Beam (the `beam` extra) is not
+  installed."""
   try:
-    from albert_tf.data import pretraining_beam  # pylint: disable=import-outside-toplevel
+    return importlib.import_module(f"albert_tf.data.{module}")
   except ImportError as error:
     raise OptionError(f"--runner needs Apache Beam ({error}): pip install 'albert-tf[beam]', or "
                       "pip install -e '.[beam]' in a checkout.") from None
-  return pretraining_beam

@@ -108,8 +108,10 @@ def task_from_flags() -> tasks.Task:
 def options_from_flags(**values) -> finetuning.FineTuningOptions:
   """The run's `FineTuningOptions`: each field from the flag of its name where the tool defines one, else
   from `values` (what a tool computes, e.g. SQuAD's steps from its epochs), else the field's default."""
+  text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
+  # The options that change ids; the pretokenizer is a record of how the vocabulary was learned.
   derived = dict(albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
-                 **dataclasses.asdict(tokenizer_flags.options_from_flags(FLAGS.spm_model_file)))
+                 do_lower_case=text_options.do_lower_case, keep_accents=text_options.keep_accents)
   derived.update(values)
   fields = {field.name for field in dataclasses.fields(finetuning.FineTuningOptions)}
   from_flags = {name: FLAGS[name].value for name in fields if name in FLAGS and name not in derived}

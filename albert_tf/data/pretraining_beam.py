@@ -17,31 +17,17 @@ Shards are written as hidden partial files and renamed into place by the launchi
 pipeline succeeded. The memory budget sets how many buckets there are: one bucket is held by one worker.
 """
 
-import collections
-import re
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Sequence
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from albert_tf.data import beam_support
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
 from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
                                                TokenizerSpec)
-from albert_tf.errors import AlbertError, DataError, InputFileError
 from albert_tf.files import file_size, partial_path
-
-_NAMESPACE = "albert_tf"
-# How a DataError or InputFileError raised in a worker appears in the pipeline's failure.
-_WORKER_ERROR = re.compile(r"albert_tf\.[\w.]+\.(DataError|InputFileError|CorpusError): (.+)")
-_COPY_CHUNK = 16 << 20
-
-
-def _gfile():
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel; only the writing stages need it
-  return tf.io.gfile
-
 
 class _ReadDocuments(beam.DoFn):
   """A whole input file → its documents as (split, file index, index among the file's documents of that split,
@@ -60,7 +46,7 @@ class _ReadDocuments(beam.DoFn):
       yield split, file_index, counts[split], lines
       counts[split] += 1
     for split, count in counts.items():
-      beam.metrics.Metrics.counter(_NAMESPACE, f"{split}.documents").inc(count)
+      beam_support.count(f"{split}.documents", count)
       yield beam.pvalue.TaggedOutput("counts", ((split, file_index), count))
 
 
@@ -101,7 +87,7 @@ class _WithMaker(beam.DoFn):
     summary = DataSummary()
     entry = self.maker.finish(split, pass_index, document_index, pair_index, pair, tokens_b, summary)
     for field in DataSummary.COUNTS:
-      beam.metrics.Metrics.counter(_NAMESPACE, f"{split}.{field}").inc(getattr(summary, field))
+      beam_support.count(f"{split}.{field}", getattr(summary, field))
     return [] if entry is None else [(split, entry)]
 
 
@@ -171,40 +157,6 @@ class _WriteBucketParts(beam.DoFn):
       yield (split, shard), (bucket, path)
 
 
-class _ConcatenateParts(beam.DoFn):
-  """The parts of one shard, in bucket order, → its partial output file."""
-
-  def __init__(self, partials: Dict[str, List[str]]):
-    self._partials = partials
-
-  def process(self, element):
-    (split, shard), parts = element
-    gfile = _gfile()
-    with gfile.GFile(self._partials[split][shard], "wb") as writer:
-      for _, path in sorted(parts):
-        with gfile.GFile(path, "rb") as reader:
-          while chunk := reader.read(_COPY_CHUNK):
-            writer.write(chunk)
-    for _, path in parts:
-      gfile.remove(path)
-    yield split, shard
-
-
-def _worker_error(error: Exception) -> Optional[AlbertError]:
-  """Our error raised in a worker, from the pipeline's failure, without the runner's additions; None when the
-  failure is not one of ours. An in-process runner re-raises the error itself, a multi-process or remote one
-  only its text, within the worker's traceback."""
-  if isinstance(error, AlbertError):
-    error_type, message = type(error), str(error)
-  else:
-    match = _WORKER_ERROR.search(str(error))
-    if not match:
-      return None
-    error_type = {"InputFileError": InputFileError, "CorpusError": CorpusError}.get(match.group(1), DataError)
-    message = match.group(2)
-  return error_type(re.sub(r"\s*\[while running '[^']*'\]$", "", message.strip()))
-
-
 def create_pretraining_data_beam(input_files: Sequence[str], output_files: Sequence[str],
                                  tokenizer_spec: TokenizerSpec, options: InstanceOptions,
                                  dupe_factor: int = 40, random_seed: int = 12345,
@@ -230,14 +182,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
                                              dupe_factor, tokenizer_spec)
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
-  output_dirs = sorted({path.rsplit("/", 1)[0] if "/" in path else "." for paths in shards.values()
-                        for path in paths})
-  gfile = _gfile()
-  for directory in output_dirs:
-    gfile.makedirs(directory)
-  pretraining_corpus.remove_stale_work([directory for directory in output_dirs if "://" not in directory])
-  work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
-  gfile.makedirs(work_dir)
+  work_dir = beam_support.make_work_dir([path for split in splits for path in shards[split]])
   partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
   maker_args = (model_bytes, tokenizer_spec, options, random_seed)
   input_bytes = sum(file_size(path) for path in input_files)
@@ -246,7 +191,8 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
       pretraining_corpus.estimated_record_bytes(input_bytes // 2, dupe_factor, options), memory_bytes,
       max_bits=16)
 
-  try:
+  with beam_support.pipeline_run([path for paths in partials.values() for path in paths], work_dir,
+                                 (CorpusError,)):
     with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
       read = (pipeline
               | "InputFiles" >> beam.Create(list(enumerate(input_files)))
@@ -273,11 +219,9 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
            | "WriteBucketParts" >> beam.ParDo(_WriteBucketParts(work_dir, {s: len(shards[s]) for s in splits}),
                                               bucket_counts)
            | "GroupShards" >> beam.GroupByKey()
-           | "ConcatenateParts" >> beam.ParDo(_ConcatenateParts(partials)))
-    counters = collections.Counter()
-    for result in pipeline.result.metrics().query(MetricsFilter().with_namespace(_NAMESPACE))["counters"]:
-      # One result per step that counts: every step's count adds up.
-      counters[result.key.metric.name] += result.committed if result.committed is not None else result.attempted
+           | "ConcatenateParts" >> beam.ParDo(beam_support.ConcatenateParts(
+               {(split, shard): path for split in splits for shard, path in enumerate(partials[split])})))
+    counters = beam_support.counter_totals(pipeline.result)
     summaries = {}
     for split in splits:
       summary = DataSummary(output_files=shards[split])
@@ -289,22 +233,6 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
       if not summary.instances:
         raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these flags.")
       summaries[split] = summary
-    for split in splits:
-      for partial, path in zip(partials[split], shards[split]):
-        if not gfile.exists(partial):  # a shard that got no record: Google's tool writes it empty too
-          with gfile.GFile(partial, "wb"):
-            pass
-        gfile.rename(partial, path, overwrite=True)
-  except Exception as error:  # pylint: disable=broad-except
-    ours = _worker_error(error)
-    if ours is None:
-      raise
-    raise ours from None
-  finally:
-    for paths in partials.values():
-      for path in paths:
-        if gfile.exists(path):
-          gfile.remove(path)
-    if gfile.exists(work_dir):
-      gfile.rmtree(work_dir)
+    beam_support.move_into_place([(partial, path) for split in splits
+                                  for partial, path in zip(partials[split], shards[split])])
   return summaries

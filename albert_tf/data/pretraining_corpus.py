@@ -33,7 +33,7 @@ from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
                                       is_start_piece, plan_segment_pairs)
 from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.files import file_exists, read_bytes, read_utf8_lines
+from albert_tf.files import check_inputs_and_outputs, file_exists, read_bytes, read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 TRAIN, EVAL = "train", "eval"
@@ -265,16 +265,9 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
       eval outputs (or the other way round), a `dupe_factor` below 1.
     InputFileError, DataError: a SentencePiece model that cannot be read, or without [CLS]/[SEP]/[MASK].
   """
-  if not input_files:
-    raise InputFileError("No input files.")
-  for path in input_files:
-    if not file_exists(path):
-      raise InputFileError(f"Input file not found: {path}")
+  check_inputs_and_outputs(input_files, list(output_files) + list(eval_output_files))
   if not output_files:
     raise OptionError("No output files.")
-  outputs = list(output_files) + list(eval_output_files)
-  if len(set(outputs)) < len(outputs) or set(outputs) & set(input_files):
-    raise OptionError("Each output file must be named once, and be none of the input files.")
   if not 0.0 <= eval_fraction < 1.0:
     raise OptionError(f"--eval_fraction must be in [0, 1), got {eval_fraction}.")
   if bool(eval_fraction) != bool(eval_output_files):

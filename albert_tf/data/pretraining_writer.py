@@ -20,19 +20,15 @@ hidden partial files beside them and renamed into place only when everything suc
 removed by the next run in the same directory.
 """
 
-import collections
-import multiprocessing
 import os
 import shutil
-import signal
-import sys
-import time
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.external_shuffle import ShuffleBuckets, encode_by_bucket
+from albert_tf.workers import Progress, ordered_workers
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
 from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
                                                TokenizerSpec)
@@ -56,10 +52,7 @@ _worker = {}
 
 
 def _init_worker(tokenizer_spec: TokenizerSpec, model_proto: bytes, options: InstanceOptions,
-                 random_seed: int, work_dir: str, in_pool: bool):
-  if in_pool:
-    # Ctrl-C reaches the whole process group: the main process stops the pool and cleans up; workers stay quiet.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                 random_seed: int, work_dir: str):
   tokenizer = pretraining_corpus.tokenizer_of(tokenizer_spec, model_proto)
   _worker.update(maker=InstanceMaker(tokenizer, options, random_seed), work_dir=work_dir, stores={})
 
@@ -100,53 +93,6 @@ def _make_block(task):
 
 
 # --- main process -----------------------------------------------------------------------------------------
-
-class _OrderedTasks:
-  """Runs tasks on a pool (or inline) with a bounded number in flight, yielding results in task order."""
-
-  def __init__(self, pool, max_in_flight: int):
-    self._pool = pool
-    self._max_in_flight = max_in_flight
-    self._in_flight = collections.deque()
-
-  def submit(self, function: Callable, task) -> Iterator:
-    """Queues `function(task)`; yields the results that had to finish first to make room."""
-    if self._pool is None:
-      yield function(task)
-      return
-    while len(self._in_flight) >= self._max_in_flight:
-      yield self._in_flight.popleft().get()
-    self._in_flight.append(self._pool.apply_async(function, (task,)))
-
-  def drain(self) -> Iterator:
-    while self._in_flight:
-      yield self._in_flight.popleft().get()
-
-
-class _Progress:
-  """A line on stderr every few seconds: the phase, its counts, the rate and the ETA."""
-
-  def __init__(self, enabled: bool, interval: float = 2.0):
-    self._enabled = enabled
-    self._interval = interval
-    self.start = time.time()
-    self._phase_start = self._last = self.start
-
-  def phase(self):
-    self._phase_start = time.time()
-
-  def update(self, message: str, done: Optional[float] = None, total: Optional[float] = None,
-             final: bool = False):
-    now = time.time()
-    if not self._enabled or (now - self._last < self._interval and not final):
-      return
-    self._last = now
-    eta = ""
-    if done and total:
-      eta = f" | ETA {(total - done) * (now - self._phase_start) / done:.0f} s"
-    print(f"[create_pretraining_data] {message} | elapsed {now - self.start:.0f} s{eta}", file=sys.stderr,
-          flush=True)
-
 
 def _written(what: str, write: Callable, *args):
   """`write(*args)`, with a full disk or a refused write reported as one error naming `what`."""
@@ -217,97 +163,88 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     os.makedirs(directory, exist_ok=True)
   pretraining_corpus.remove_stale_work(output_dirs)
 
-  tracker = _Progress(progress)
+  tracker = Progress("create_pretraining_data", progress)
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
   os.makedirs(work_dir)
   partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
   init_args = (tokenizer_spec, model_proto, options, random_seed, work_dir)
-  pool = None
   try:
-    if num_workers > 1:
-      # Workers come from a fork server, never from this process: whatever TensorFlow state the caller holds
-      # (threads, a GPU context) is not inherited. The data path imports no TensorFlow, so they start fast.
-      pool = multiprocessing.get_context("forkserver").Pool(num_workers, _init_worker, init_args + (True,))
-    else:
-      _init_worker(*init_args, in_pool=False)
-    tasks = _OrderedTasks(pool, max_in_flight=2 * num_workers)
+    with ordered_workers(num_workers, _init_worker, init_args) as tasks:
+      # 1. Tokenize into one token store per split.
+      stores = {split: TokenStoreWriter(os.path.join(work_dir, f"tokens-{split}"), TOKENS_PER_BLOCK)
+                for split in splits}
 
-    # 1. Tokenize into one token store per split.
-    stores = {split: TokenStoreWriter(os.path.join(work_dir, f"tokens-{split}"), TOKENS_PER_BLOCK) for split in splits}
+      def store(results, final=False):
+        for split, tokens, sentence_lengths, document_sentences in results:
+          _written(f"the token store in {work_dir}", stores[split].append, tokens, sentence_lengths,
+                   document_sentences)
+        tracker.update(f"tokenizing | documents {sum(s.num_documents for s in stores.values()):,} | tokens "
+                       f"{sum(s.num_tokens for s in stores.values()):,}", final=final)
 
-    def store(results, final=False):
-      for split, tokens, sentence_lengths, document_sentences in results:
-        _written(f"the token store in {work_dir}", stores[split].append, tokens, sentence_lengths,
-                 document_sentences)
-      tracker.update(f"tokenizing | documents {sum(s.num_documents for s in stores.values()):,} | tokens "
-                     f"{sum(s.num_tokens for s in stores.values()):,}", final=final)
+      for split, documents in _text_blocks(input_files, random_seed, eval_fraction if EVAL in splits else 0):
+        store(tasks.submit(_tokenize_block, (split, documents)))
+      store(tasks.drain(), final=True)
+      for writer in stores.values():
+        writer.close()
+      if not stores[TRAIN].num_documents:
+        raise CorpusError(f"No text in {', '.join(input_files)}: the corpus is empty (or only blank lines).")
+      if EVAL in splits and not stores[EVAL].num_documents:
+        raise CorpusError(f"No document was held out with --eval_fraction={eval_fraction}: the corpus has "
+                          f"{stores[TRAIN].num_documents} documents; raise the fraction.")
 
-    for split, documents in _text_blocks(input_files, random_seed, eval_fraction if EVAL in splits else 0):
-      store(tasks.submit(_tokenize_block, (split, documents)))
-    store(tasks.drain(), final=True)
-    for writer in stores.values():
-      writer.close()
-    if not stores[TRAIN].num_documents:
-      raise CorpusError(f"No text in {', '.join(input_files)}: the corpus is empty (or only blank lines).")
-    if EVAL in splits and not stores[EVAL].num_documents:
-      raise CorpusError(f"No document was held out with --eval_fraction={eval_fraction}: the corpus has "
-                        f"{stores[TRAIN].num_documents} documents; raise the fraction.")
+      # 2. Instances of every pass, scattered into shuffle buckets.
+      summaries = {split: DataSummary(documents=stores[split].num_documents, output_files=shards[split])
+                   for split in splits}
+      buckets = {split: ShuffleBuckets(os.path.join(work_dir, f"buckets-{split}"), pretraining_corpus.bucket_bits(
+          pretraining_corpus.estimated_record_bytes(stores[split].num_tokens, dupe_factor, options),
+          memory_bytes)) for split in splits}
+      total_documents = dupe_factor * sum(s.num_documents for s in stores.values())
+      documents_done = 0
+      tracker.phase()
 
-    # 2. Instances of every pass, scattered into shuffle buckets.
-    summaries = {split: DataSummary(documents=stores[split].num_documents, output_files=shards[split])
-                 for split in splits}
-    buckets = {split: ShuffleBuckets(os.path.join(work_dir, f"buckets-{split}"), pretraining_corpus.bucket_bits(
-        pretraining_corpus.estimated_record_bytes(stores[split].num_tokens, dupe_factor, options), memory_bytes))
-               for split in splits}
-    total_documents = dupe_factor * sum(s.num_documents for s in stores.values())
-    documents_done = 0
-    tracker.phase()
+      def scatter(results):
+        nonlocal documents_done
+        for split, chunks, num_records, block_summary in results:
+          _written(f"the shuffle buckets in {work_dir}", buckets[split].append, chunks, num_records)
+          summaries[split].add(block_summary)
+          documents_done += block_summary.documents
+          tracker.update(f"instances | documents {documents_done:,}/{total_documents:,} of {dupe_factor} "
+                         f"passes | instances {sum(s.instances for s in summaries.values()):,}", documents_done,
+                         total_documents, final=documents_done == total_documents)
 
-    def scatter(results):
-      nonlocal documents_done
-      for split, chunks, num_records, block_summary in results:
-        _written(f"the shuffle buckets in {work_dir}", buckets[split].append, chunks, num_records)
-        summaries[split].add(block_summary)
-        documents_done += block_summary.documents
-        tracker.update(f"instances | documents {documents_done:,}/{total_documents:,} of {dupe_factor} passes | "
-                       f"instances {sum(s.instances for s in summaries.values()):,}", documents_done,
-                       total_documents, final=documents_done == total_documents)
-
-    for pass_index in range(dupe_factor):
+      for pass_index in range(dupe_factor):
+        for split in splits:
+          for block in stores[split].blocks:
+            scatter(tasks.submit(_make_block, (split, pass_index, block, buckets[split].bits)))
+      scatter(tasks.drain())
       for split in splits:
-        for block in stores[split].blocks:
-          scatter(tasks.submit(_make_block, (split, pass_index, block, buckets[split].bits)))
-    scatter(tasks.drain())
-    for split in splits:
-      buckets[split].close()
-      if not summaries[split].instances:
-        raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these flags.")
+        buckets[split].close()
+        if not summaries[split].instances:
+          raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these "
+                            "flags.")
 
-    # 3. Every record in shuffled order, dealt round-robin to the shards.
-    import tensorflow as tf  # only this process writes TFRecords
-    tracker.phase()
-    total_records, records_done = sum(b.num_records for b in buckets.values()), 0
-    for split in splits:
-      try:
-        writers = [tf.io.TFRecordWriter(path) for path in partials[split]]
-        for rank, record in enumerate(buckets[split].records_in_order(memory_bytes)):
-          writers[rank % len(writers)].write(record)
-          records_done += 1
-          if records_done % 4096 == 0 or records_done == total_records:
-            tracker.update(f"writing | records {records_done:,}/{total_records:,}", records_done, total_records,
-                           final=records_done == total_records)
-        for writer in writers:
-          writer.close()
-      except (OSError, tf.errors.OpError) as error:
-        raise OutputError(f"Could not write {', '.join(shards[split])}: {getattr(error, 'message', error)}. "
-                          "No output file was written.") from None
+      # 3. Every record in shuffled order, dealt round-robin to the shards.
+      import tensorflow as tf  # only this process writes TFRecords
+      tracker.phase()
+      total_records, records_done = sum(b.num_records for b in buckets.values()), 0
+      for split in splits:
+        try:
+          writers = [tf.io.TFRecordWriter(path) for path in partials[split]]
+          for rank, record in enumerate(buckets[split].records_in_order(memory_bytes)):
+            writers[rank % len(writers)].write(record)
+            records_done += 1
+            if records_done % 4096 == 0 or records_done == total_records:
+              tracker.update(f"writing | records {records_done:,}/{total_records:,}", records_done,
+                             total_records, final=records_done == total_records)
+          for writer in writers:
+            writer.close()
+        except (OSError, tf.errors.OpError) as error:
+          raise OutputError(f"Could not write {', '.join(shards[split])}: "
+                            f"{getattr(error, 'message', error)}. No output file was written.") from None
     for split in splits:
       for partial, path in zip(partials[split], shards[split]):
         os.replace(partial, path)
   finally:
-    if pool is not None:
-      pool.terminate()
-      pool.join()
     for store_reader in _worker.get("stores", {}).values():
       store_reader.close()
     _worker.clear()

@@ -3,14 +3,17 @@
 Ids 0-4 are `<pad> <unk> [CLS] [SEP] [MASK]` (`[CLS]`, `[SEP]`, `[MASK]` as control symbols, no bos/eos),
 so the model works with `SentencePieceTokenizer` and Hugging Face's `AlbertTokenizer` defaults. Every line
 goes through the tokenizer's `preprocess_text` first, so the vocabulary is learned on exactly the text that
-will be encoded.
+will be encoded. With a pretokenizer (a Korean analyzer), no piece crosses a morpheme boundary inside a word
+(see `albert_tf.text.pretokenization`).
 """
 
+import dataclasses
 import os
 import re
 import shutil
 import tempfile
-from typing import Iterator, List, Optional, Sequence, Union
+import time
+from typing import Dict, Iterator, List, Optional, Sequence, Union
 
 from absl import logging
 import numpy as np
@@ -20,8 +23,9 @@ from sentencepiece import sentencepiece_model_pb2
 from albert_tf.errors import DataError, OptionError
 from albert_tf.files import expand_input_patterns
 from albert_tf.files import read_utf8_lines
+from albert_tf.text import pretokenization
 from albert_tf.text import tokenizer_options
-from albert_tf.text.tokenizer import SPECIAL_TOKENS, preprocess_text
+from albert_tf.text.tokenizer import SPECIAL_TOKENS, preprocess_text, read_model_proto
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
 # SentencePiece's log levels (glog's): its trainer logs its options and progress at INFO, problems at WARNING.
@@ -30,6 +34,10 @@ _SPM_INFO, _SPM_WARNING = 0, 1
 # counting character by character in Python.
 _COUNT_BATCH_CHARS = 1 << 22
 _NUM_CODE_POINTS = 0x110000
+# SentencePiece's max_sentence_length: its trainer skips longer lines (in bytes).
+_SPM_MAX_SENTENCE_BYTES = 4192
+# The model types whose trainers take SentencePiece's pretokenization_delimiter.
+PRETOKENIZED_MODEL_TYPES = ("unigram", "bpe")
 
 
 class VocabularyTooSmallError(OptionError):
@@ -123,7 +131,7 @@ def rules_normalizer(normalizer_spec: sentencepiece_model_pb2.NormalizerSpec) ->
 
 
 def _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
-                     user_defined_symbols, num_threads):
+                     user_defined_symbols, num_threads, pretokenizer):
   if not os.path.basename(model_prefix):
     raise OptionError(f"model_prefix {model_prefix!r} must end in a file name, e.g. out/spiece")
   if model_type not in MODEL_TYPES:
@@ -134,6 +142,11 @@ def _check_arguments(model_prefix, vocab_size, character_coverage, model_type, i
     raise OptionError(f"input_sentence_size must be >= 0 (0 means every line), not {input_sentence_size}")
   if num_threads < 1:
     raise OptionError(f"num_threads must be >= 1, not {num_threads}")
+  if pretokenizer is not None:
+    if model_type not in PRETOKENIZED_MODEL_TYPES:
+      raise OptionError(f"--pretokenizer needs model_type {' or '.join(PRETOKENIZED_MODEL_TYPES)} (SentencePiece "
+                        f"keeps pieces within morphemes only there), not {model_type!r}")
+    pretokenization.check_pretokenizer(pretokenizer)
   for symbol in user_defined_symbols:
     if not symbol or symbol.split() != [symbol]:
       raise OptionError(f"User-defined symbol {symbol!r} must be non-empty and have no whitespace.")
@@ -148,25 +161,32 @@ def _check_arguments(model_prefix, vocab_size, character_coverage, model_type, i
                      f"one learned piece), not {vocab_size}")
 
 
-def _user_error(error: RuntimeError, corpus: _Corpus, vocab_size: int,
-                character_coverage: float) -> Optional[Exception]:
-  """The ValueError a SentencePiece training failure stands for, or None when it is not the input's fault."""
+def _user_error(error: RuntimeError, corpus: _Corpus, vocab_size: int, character_coverage: float,
+                hidden_pieces: int) -> Optional[Exception]:
+  """The ValueError a SentencePiece training failure stands for, or None when it is not the input's fault.
+
+  Args:
+    hidden_pieces: pieces SentencePiece counted that the model will not have (the pretokenization delimiter),
+      left out of the figures in the message.
+  """
   if corpus.error is not None:
     return corpus.error
   message = str(error)
   files = _name_files(corpus.paths)
   if "Vocabulary size too high" in message:
     limit = re.search(r"<= (\d+)", message)
-    figure = f" (SentencePiece could make at most {limit.group(1)} pieces)" if limit else ""
+    figure = (f" (SentencePiece could make at most {int(limit.group(1)) - hidden_pieces} pieces)" if limit
+              else "")
     return OptionError(f"vocab_size {vocab_size} is too high for the text in {files}{figure}; use a smaller "
                       "--vocab_size or more text.")
   if "smaller than required_chars" in message:
     needed = re.search(r"(\d+) vs (\d+)", message)
-    figure = f" ({needed.group(2)} pieces are needed)" if needed else ""
+    pieces_needed = int(needed.group(2)) - hidden_pieces if needed else None
+    figure = f" ({pieces_needed} pieces are needed)" if needed else ""
     return VocabularyTooSmallError(
         f"vocab_size {vocab_size} cannot hold the special tokens and the characters that character_coverage "
         f"{character_coverage} keeps from {files}{figure}; use a larger --vocab_size or a smaller "
-        "--character_coverage.", int(needed.group(2)) if needed else None)
+        "--character_coverage.", pieces_needed)
   return None
 
 
@@ -179,19 +199,94 @@ def _check_layout(sp_model: spm.SentencePieceProcessor):
                        f"not {' '.join(SPECIAL_TOKENS)} with [CLS] [SEP] [MASK] as control symbols.")
 
 
-def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
-                        model_prefix: str,
-                        vocab_size: int = 30000,
-                        character_coverage: float = 0.9995,
-                        model_type: str = "unigram",
-                        do_lower_case: bool = True,
-                        keep_accents: bool = False,
-                        input_sentence_size: int = 10_000_000,
-                        user_defined_symbols: Sequence[str] = (),
-                        num_threads: Optional[int] = None,
-                        verbose: Optional[bool] = None,
-                        normalizer_spec: Optional[sentencepiece_model_pb2.NormalizerSpec] = None,
-                        hard_vocab_limit: bool = True) -> str:
+def _trainer_normalizer(normalization: Dict) -> spm.SentencePieceNormalizer:
+  """The normalisation SentencePiece's trainer applies with `normalization` (its options, else its defaults),
+  spaces escaped as it does."""
+  return spm.SentencePieceNormalizer(
+      rule_name=normalization.get("normalization_rule_name", "nmt_nfkc"),
+      add_dummy_prefix=normalization.get("add_dummy_prefix", True), escape_whitespaces=True,
+      remove_extra_whitespaces=normalization.get("remove_extra_whitespaces", True))
+
+
+def _pretokenized_options(marked: Sequence[str], normalization: Dict, vocab_size: int,
+                          character_coverage: float) -> Dict:
+  """The trainer's options for lines marked with `pretokenization.DELIMITER`, already sampled.
+
+  SentencePiece counts the delimiter among the text's characters and, once it is a required character (as it
+  must be: any other character too rare to keep becomes <unk> before the text is split at the delimiters), keeps
+  it as a piece. So one piece more is asked for, to be removed (`_remove_delimiter`), and the coverage asked for
+  makes SentencePiece keep the characters that `character_coverage` of the text without delimiters keeps.
+  """
+  normalizer = _trainer_normalizer(normalization)
+  num_chars = num_delimiters = 0
+  for line in marked:
+    normalized = normalizer.Normalize(line)
+    num_delimiters += normalized.count(pretokenization.DELIMITER)
+    num_chars += len(normalized)
+  num_chars -= num_delimiters
+  # The delimiter, required, is counted first; then characters until the coverage is reached.
+  coverage = (character_coverage * num_chars + num_delimiters) / (num_chars + num_delimiters)
+  # A line of SentencePiece's longest (`_SPM_MAX_SENTENCE_BYTES`) at most quadruples with 3-byte delimiters.
+  return dict(vocab_size=vocab_size + 1, character_coverage=coverage, input_sentence_size=0,
+              max_sentence_length=4 * _SPM_MAX_SENTENCE_BYTES, required_chars=pretokenization.DELIMITER,
+              pretokenization_delimiter=pretokenization.DELIMITER)
+
+
+def _remove_delimiter(prefix: str, trainer_options: Dict, plain_options: Dict):
+  """Removes the delimiter's piece from `<prefix>.model` and `.vocab`, and records `plain_options` in the model's
+  trainer spec in place of `trainer_options`: the model is the ordinary model of its pieces."""
+  proto = read_model_proto(prefix + ".model")
+  index = [piece.piece for piece in proto.pieces].index(pretokenization.DELIMITER)
+  del proto.pieces[index]
+  for name in trainer_options:
+    proto.trainer_spec.ClearField(name)
+  for name, value in plain_options.items():
+    setattr(proto.trainer_spec, name, value)
+  with open(prefix + ".model", "wb") as writer:
+    writer.write(proto.SerializeToString())
+  # The .vocab lists the pieces in id order, one a line.
+  with open(prefix + ".vocab", encoding="utf-8") as reader:
+    vocab_lines = reader.readlines()
+  del vocab_lines[index]
+  with open(prefix + ".vocab", "w", encoding="utf-8") as writer:
+    writer.writelines(vocab_lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedVocabulary:
+  """What `train_vocabulary` wrote, and what it measured.
+
+  Attributes:
+    model_file: the `.model` file.
+    num_pieces: its pieces, the special tokens included.
+    coverage: the fraction of the corpus's non-space characters it encodes without `<unk>`.
+    seconds: the whole run: reading the corpus, the morpheme analysis, SentencePiece's training.
+    analysis_seconds: the part of `seconds` spent analysing morphemes; 0 without a pretokenizer.
+    analysed_lines: the lines analysed, which are the lines trained on; 0 without a pretokenizer.
+  """
+
+  model_file: str
+  num_pieces: int
+  coverage: float
+  seconds: float
+  analysis_seconds: float = 0.0
+  analysed_lines: int = 0
+
+
+def train_vocabulary(input_patterns: Union[str, Sequence[str]],
+                     model_prefix: str,
+                     vocab_size: int = 30000,
+                     character_coverage: float = 0.9995,
+                     model_type: str = "unigram",
+                     do_lower_case: bool = True,
+                     keep_accents: bool = False,
+                     input_sentence_size: int = 10_000_000,
+                     user_defined_symbols: Sequence[str] = (),
+                     num_threads: Optional[int] = None,
+                     verbose: Optional[bool] = None,
+                     normalizer_spec: Optional[sentencepiece_model_pb2.NormalizerSpec] = None,
+                     hard_vocab_limit: bool = True,
+                     pretokenizer: Optional[str] = None) -> TrainedVocabulary:
   """Trains an ALBERT SentencePiece model: writes `<model_prefix>.model`, `<model_prefix>.vocab` and the
   tokenizer options in `<model_prefix>.tokenizer_options.json`, which later tools read.
 
@@ -210,7 +305,7 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
     keep_accents: keep diacritical marks as the tokenizer will (Google strips them).
     input_sentence_size: lines SentencePiece samples from the corpus to train on; 0 means all of them.
     user_defined_symbols: pieces always kept whole, given ids 5, 6, ...
-    num_threads: training threads; defaults to the number of CPUs.
+    num_threads: training threads, and analyzer processes with a pretokenizer; defaults to the number of CPUs.
     verbose: whether SentencePiece's trainer writes its own log to stderr (its options, then its progress),
       rather than only its warnings and errors. None: when absl logging is at DEBUG (`--verbosity=1`).
     normalizer_spec: the normalisation to learn the pieces under, an existing model's `normalizer_spec`
@@ -219,19 +314,25 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
       (`identity`). The model written keeps `identity`; its pieces are in the existing model's normal form.
     hard_vocab_limit: False makes `vocab_size` an upper bound (SentencePiece's option): a corpus that cannot
       support that many pieces gives fewer instead of an error.
+    pretokenizer: a Korean analyzer, `kiwi` or `mecab` (the korean extra), whose morpheme boundaries inside
+      words no piece may cross (`unigram` and `bpe` only). The `input_sentence_size` lines are then sampled
+      here (`pretokenization.reservoir_sample`: seeded, the same lines every run) and analysed by `num_threads`
+      processes before SentencePiece trains on them. It is recorded in the tokenizer options; tokenizing with
+      the model runs no analyzer.
 
   Returns:
-    The path of the `.model` file.
+    The model written, its coverage of the corpus and the time taken.
 
   Raises:
     FileNotFoundError: a pattern matches no file.
-    ValueError: bad arguments, an empty corpus, a line that is not UTF-8 (named by file and line), or a
-      vocab_size the corpus cannot support.
+    ValueError: bad arguments, an empty corpus, a line that is not UTF-8 (named by file and line), a
+      vocab_size the corpus cannot support, or a pretokenizer whose package (the korean extra) is missing.
   """
+  started = time.perf_counter()
   num_threads = num_threads or os.cpu_count() or 1
   user_defined_symbols = list(user_defined_symbols)
   _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
-                   user_defined_symbols, num_threads)
+                   user_defined_symbols, num_threads, pretokenizer)
   normalization = {}
   normalizer = None
   if normalizer_spec is not None:
@@ -240,13 +341,32 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
     normalization = dict(normalization_rule_name="identity", add_dummy_prefix=normalizer_spec.add_dummy_prefix,
                          remove_extra_whitespaces=normalizer_spec.remove_extra_whitespaces)
   corpus = _Corpus(expand_input_patterns(input_patterns), do_lower_case, keep_accents, normalizer)
+  logging.info("Training a %d-piece %s SentencePiece model on %d file(s): %s", vocab_size, model_type,
+               len(corpus.paths), _name_files(corpus.paths))
+  plain_options = dict(vocab_size=vocab_size, character_coverage=character_coverage,
+                       input_sentence_size=input_sentence_size)
+  trainer_options = plain_options
+  sentences = iter(corpus)
+  analysis_seconds = 0.0
+  marked = []
+  if pretokenizer is not None:
+    # The lines SentencePiece would sample from: it skips longer ones.
+    sample = pretokenization.reservoir_sample(
+        (line for line in corpus if len(line.encode("utf-8")) <= _SPM_MAX_SENTENCE_BYTES), input_sentence_size)
+    analysis_started = time.perf_counter()
+    marked = pretokenization.mark_morphemes(sample, pretokenizer, num_threads)
+    analysis_seconds = time.perf_counter() - analysis_started
+    del sample  # the marked copy is what the trainer reads: the sample's memory goes back before it
+    logging.info("Marked the morpheme boundaries of %d lines with %s in %.1f s.", len(marked), pretokenizer,
+                 analysis_seconds)
+    trainer_options = _pretokenized_options(marked, normalization, vocab_size, character_coverage)
+    sentences = iter(marked)
+  hidden_pieces = trainer_options["vocab_size"] - vocab_size
   folder = os.path.dirname(os.path.abspath(model_prefix))
   os.makedirs(folder, exist_ok=True)
   # Same folder as the output, so the final renames cannot cross file systems.
   temp_folder = tempfile.mkdtemp(prefix=f".{os.path.basename(model_prefix)}.", suffix=".tmp", dir=folder)
   temp_prefix = os.path.join(temp_folder, "spiece")
-  logging.info("Training a %d-piece %s SentencePiece model on %d file(s): %s", vocab_size, model_type,
-               len(corpus.paths), _name_files(corpus.paths))
   if verbose is None:
     verbose = logging.level_debug()
   try:
@@ -255,28 +375,35 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
       # be read back: it is set for this call, then put back to SentencePiece's default.
       spm.set_min_log_level(_SPM_INFO if verbose else _SPM_WARNING)
       spm.SentencePieceTrainer.train(
-          sentence_iterator=iter(corpus), model_prefix=temp_prefix, vocab_size=vocab_size,
-          character_coverage=character_coverage, model_type=model_type, pad_id=0, unk_id=1, bos_id=-1,
-          eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
-          shuffle_input_sentence=True, input_sentence_size=input_sentence_size, num_threads=num_threads,
-          hard_vocab_limit=hard_vocab_limit, **normalization)
+          sentence_iterator=sentences, model_prefix=temp_prefix, model_type=model_type, pad_id=0, unk_id=1,
+          bos_id=-1, eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
+          shuffle_input_sentence=True, num_threads=num_threads, hard_vocab_limit=hard_vocab_limit,
+          **trainer_options, **normalization)
     except RuntimeError as error:
-      user_error = _user_error(error, corpus, vocab_size, character_coverage)
+      user_error = _user_error(error, corpus, vocab_size, character_coverage, hidden_pieces)
       if user_error is None:
         raise
       raise user_error from None
     finally:
       spm.set_min_log_level(_SPM_INFO)
+    if pretokenizer is not None:
+      _remove_delimiter(temp_prefix, trainer_options, plain_options)
     sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
     _check_layout(sp_model)
     coverage = corpus.coverage(sp_model)
     # The .model last: once it is in place, so are its .vocab and its options.
     os.replace(temp_prefix + ".vocab", model_prefix + ".vocab")
     tokenizer_options.write_options(model_prefix + ".model",
-                                    tokenizer_options.TokenizerOptions(do_lower_case, keep_accents))
+                                    tokenizer_options.TokenizerOptions(do_lower_case, keep_accents, pretokenizer))
     os.replace(temp_prefix + ".model", model_prefix + ".model")
   finally:
     shutil.rmtree(temp_folder, ignore_errors=True)
   logging.info("Wrote %s (%d pieces); it encodes %.4f%% of the corpus's characters without <unk>.",
                model_prefix + ".model", sp_model.GetPieceSize(), 100.0 * coverage)
-  return model_prefix + ".model"
+  return TrainedVocabulary(model_prefix + ".model", sp_model.GetPieceSize(), coverage,
+                           time.perf_counter() - started, analysis_seconds, len(marked))
+
+
+def train_sentencepiece(*args, **kwargs) -> str:
+  """`train_vocabulary(*args, **kwargs)` (see there), returning the path of the `.model` file written."""
+  return train_vocabulary(*args, **kwargs).model_file

@@ -22,10 +22,18 @@ _HF_TOKENIZER_CONFIG = "tokenizer_config.json"
 
 @dataclasses.dataclass(frozen=True)
 class TokenizerOptions:
-  """How text is prepared before SentencePiece: Google's defaults (uncased, accents stripped)."""
+  """How text is prepared before SentencePiece: Google's defaults (uncased, accents stripped).
+
+  Attributes:
+    do_lower_case, keep_accents: what the tokenizer does to text before SentencePiece.
+    pretokenizer: the Korean analyzer whose morpheme boundaries the vocabulary's pieces were learned within
+      (`train_sentencepiece --pretokenizer`), or None. What the vocabulary is, for the record: tokenizing runs no
+      analyzer, so it changes no ids and no tool checks it.
+  """
 
   do_lower_case: bool = True
   keep_accents: bool = False
+  pretokenizer: Optional[str] = None
 
   def as_flags(self) -> str:
     return f"--do_lower_case={str(self.do_lower_case).lower()} --keep_accents={str(self.keep_accents).lower()}"
@@ -45,7 +53,10 @@ def _options_in(path: str, values) -> TokenizerOptions:
     if not isinstance(values.get(name), bool):
       raise DataError(f"{path}: {name} must be true or false, got {values.get(name)!r}.")
     fields[name] = values[name]
-  return TokenizerOptions(**fields)
+  pretokenizer = values.get("pretokenizer")
+  if pretokenizer is not None and not (isinstance(pretokenizer, str) and pretokenizer):
+    raise DataError(f"{path}: pretokenizer must be the name of an analyzer, got {pretokenizer!r}.")
+  return TokenizerOptions(**fields, pretokenizer=pretokenizer)
 
 
 def _read_json(path: str):
@@ -82,8 +93,9 @@ def read_options(spm_model_file: str) -> Optional[TokenizerOptions]:
 
 
 def write_options(spm_model_file: str, options: TokenizerOptions) -> str:
-  """Records `options` beside `spm_model_file`; returns the file written."""
-  return write_atomically(options_file(spm_model_file), json.dumps(dataclasses.asdict(options), indent=2) + "\n")
+  """Records `options` beside `spm_model_file` (a pretokenizer only when there is one); returns the file written."""
+  values = {name: value for name, value in dataclasses.asdict(options).items() if value is not None}
+  return write_atomically(options_file(spm_model_file), json.dumps(values, indent=2) + "\n")
 
 
 def resolve_options(spm_model_file: str, do_lower_case: Optional[bool] = None,
