@@ -93,6 +93,14 @@ def read_bytes(path: str) -> bytes:
     raise InputFileError(f"{path}: cannot be read ({getattr(error, 'strerror', None) or error}).") from None
 
 
+def make_directory(path: str):
+  """Creates a local or remote (gs://) directory and its parents; one that exists is left as it is."""
+  if "://" in path:
+    _gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
 def file_size(path: str) -> int:
   """The size in bytes of a local or remote (gs://) file."""
   return _gfile().stat(path).length if "://" in path else os.path.getsize(path)

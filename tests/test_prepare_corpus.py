@@ -231,8 +231,12 @@ def test_korean_without_the_extra_is_one_line_naming_it(tmp_path):
   assert last.startswith("error: Splitting Korean sentences (--language=ko) needs the Korean analyzers")
   assert last.endswith("pip install 'albert-tf[korean]' (pip install -e '.[korean]' in a checkout).")
   assert not (tmp_path / "out").exists()
-  # Other languages need no extra.
+  # Other languages need no extra, and Korean sentences need Kiwi only, not MeCab-ko.
   result = subprocess.run(base + ["--language=en"], capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr
+  without_mecab = [sys.executable, "-c", code.replace("kiwipiepy", "mecab_ko")] + base[3:]
+  result = subprocess.run(without_mecab + ["--language=ko", f"--output_file={tmp_path}/out/ko2.txt"],
+                          capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
 
 

@@ -27,13 +27,8 @@ def gfile():
 def make_work_dir(output_files: Sequence[str]) -> str:
   """Creates the outputs' folders (local or gs://) and a work directory beside the first output, after
   removing what killed runs on this host left in local ones; returns the work directory."""
-  output_dirs = sorted({path.rsplit("/", 1)[0] if "/" in path else "." for path in output_files})
-  files = gfile()
-  for directory in output_dirs:
-    files.makedirs(directory)
-  pretraining_corpus.remove_stale_work([directory for directory in output_dirs if "://" not in directory])
-  work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
-  files.makedirs(work_dir)
+  work_dir = pretraining_corpus.work_dir_path(pretraining_corpus.make_output_dirs(output_files)[0])
+  gfile().makedirs(work_dir)
   return work_dir
 
 

@@ -159,7 +159,7 @@ def check_preparation(input_files: Sequence[str], output_files: Sequence[str], o
     raise OptionError(f"--min_sentences must be at least 1 and --min_chars at least 0, got "
                       f"{options.min_sentences} and {options.min_chars}.")
   if options.language in (KOREAN, AUTO):
-    korean_analyzers.require_extra(f"Splitting Korean sentences (--language={options.language})")
+    korean_analyzers.require_extra("kiwi", f"Splitting Korean sentences (--language={options.language})")
 
 
 def shard_file_names(output_file: str, num_shards: int) -> List[str]:
@@ -230,13 +230,10 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
     raise OptionError(f"--num_workers must be at least 1, got {num_workers}.")
   if any("://" in path for path in output_files):
     raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
-  output_dirs = sorted({os.path.dirname(os.path.abspath(path)) for path in output_files})
-  for directory in output_dirs:
-    os.makedirs(directory, exist_ok=True)
-  pretraining_corpus.remove_stale_work(output_dirs)
-  total_bytes = sum(file_size(path) for path in input_files if not path.endswith(".gz")) or None
-  if any(path.endswith(".gz") for path in input_files):
-    total_bytes = None  # compressed sizes say little about the text to come: no ETA
+  pretraining_corpus.make_output_dirs(output_files)
+  # Compressed sizes say little about the text to come: no ETA then.
+  total_bytes = (None if any(path.endswith(".gz") for path in input_files)
+                 else sum(file_size(path) for path in input_files))
   tracker = Progress("prepare_corpus", progress)
   summary = PreparationSummary(output_files=list(output_files))
   partials = [partial_path(path) for path in output_files]

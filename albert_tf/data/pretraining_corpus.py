@@ -33,7 +33,7 @@ from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
                                       is_start_piece, plan_segment_pairs)
 from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.files import check_inputs_and_outputs, file_exists, read_bytes, read_utf8_lines
+from albert_tf.files import check_inputs_and_outputs, file_exists, make_directory, read_bytes, read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 TRAIN, EVAL = "train", "eval"
@@ -221,6 +221,17 @@ _STALE = re.compile(r"^\.(?:albert_data_work|.+\.partial)-(?P<host>.+)-(?P<pid>\
 def work_dir_path(directory: str) -> str:
   """A new work directory's path in `directory` (local or gs://), named by the host and process that own it."""
   return f"{directory.rstrip('/')}/.albert_data_work-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def make_output_dirs(output_files: Sequence[str]) -> List[str]:
+  """Creates the folders of `output_files` (local or gs://) and removes what killed runs on this host left in the
+  local ones (`remove_stale_work`); returns the folders, sorted."""
+  directories = sorted({path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(os.path.abspath(path))
+                        for path in output_files})
+  for directory in directories:
+    make_directory(directory)
+  remove_stale_work([directory for directory in directories if "://" not in directory])
+  return directories
 
 
 def remove_stale_work(directories: Sequence[str]):

@@ -158,10 +158,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
-  output_dirs = sorted({os.path.dirname(os.path.abspath(path)) for paths in shards.values() for path in paths})
-  for directory in output_dirs:
-    os.makedirs(directory, exist_ok=True)
-  pretraining_corpus.remove_stale_work(output_dirs)
+  output_dirs = pretraining_corpus.make_output_dirs([path for paths in shards.values() for path in paths])
 
   tracker = Progress("create_pretraining_data", progress)
   work_dir = pretraining_corpus.work_dir_path(output_dirs[0])

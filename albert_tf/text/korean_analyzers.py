@@ -13,6 +13,8 @@ from typing import List, NamedTuple, Sequence
 from albert_tf.errors import OptionError
 
 ANALYZERS = ("kiwi", "mecab")
+# The package each analyzer imports.
+_MODULES = {"kiwi": "kiwipiepy", "mecab": "mecab_ko"}
 EXTRA_HINT = "pip install 'albert-tf[korean]' (pip install -e '.[korean]' in a checkout)"
 
 
@@ -118,16 +120,17 @@ def analyzer(name: str, purpose: str):
   raise OptionError(f"Unknown Korean analyzer {name!r}: one of {', '.join(ANALYZERS)}.")
 
 
-def require_extra(purpose: str):
-  """Raises the error naming the korean extra when it is not installed, without loading any model.
+def require_extra(name: str, purpose: str):
+  """Raises the error naming the korean extra when the package of analyzer `name` is not installed, without
+  loading any model.
 
   Raises:
-    OptionError: kiwipiepy or mecab-ko cannot be found.
+    OptionError: the analyzer's package (kiwipiepy or mecab-ko) cannot be found.
   """
-  for module in ("kiwipiepy", "mecab_ko"):
-    try:
-      found = importlib.util.find_spec(module) is not None
-    except ValueError:  # a module set to None in sys.modules: as good as missing
-      found = False
-    if not found:
-      raise _missing_extra(purpose, ImportError(f"No module named {module!r}"))
+  module = _MODULES[name]
+  try:
+    found = importlib.util.find_spec(module) is not None
+  except ValueError:  # a module set to None in sys.modules: as good as missing
+    found = False
+  if not found:
+    raise _missing_extra(purpose, ImportError(f"No module named {module!r}"))

@@ -87,7 +87,7 @@ def check_pretokenizer(pretokenizer: str):
   if pretokenizer not in korean_analyzers.ANALYZERS:
     raise OptionError(f"--pretokenizer must be one of {', '.join(korean_analyzers.ANALYZERS)}, not "
                       f"{pretokenizer!r}.")
-  korean_analyzers.require_extra(f"--pretokenizer={pretokenizer}")
+  korean_analyzers.require_extra(pretokenizer, f"--pretokenizer={pretokenizer}")
 
 
 def mark_morphemes(lines: Sequence[str], pretokenizer: str, num_processes: int) -> List[str]:
