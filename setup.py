@@ -6,7 +6,7 @@ import setuptools
 # each as the command albert-<name> (albert-run-pretraining, ...).
 TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1",
          "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
-         "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
+         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
          "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning", "benchmark_vocab_extension",
          "benchmark_prepare_corpus", "benchmark_pretokenizer")
 
@@ -54,9 +54,10 @@ setuptools.setup(
         "beam": BEAM,
         "korean": KOREAN,
         # scikit-learn and SciPy: the metrics are checked against them. pytest-xdist: the suite runs on 2 cores.
-        # The optional extras too, so that none of their tests can skip.
+        # sentence-transformers: exported sentence encoders are loaded with it. The optional extras too, so that
+        # none of their tests can skip.
         "test": ["pytest", "pytest-xdist", "transformers", "torch==2.13.0", "safetensors", "scikit-learn",
-                 "scipy"] + BEAM + KOREAN,
+                 "scipy", "sentence-transformers~=6.2"] + BEAM + KOREAN,
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -551,8 +551,8 @@ def test_train_sentence_encoder_tool(glue_dir, tmp_path):
                     "--recompute_grad")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "spearman = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
-  assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text()) == {"task": "sts-b",
-                                                                                   "score_range": [0.0, 5.0]}
+  assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text()) == {
+      "task": "sts-b", "score_range": [0.0, 5.0], "sentence_embedding": {"pooling": "mean", "projection_dim": None}}
   bad = run_tool("train_sentence_encoder.py", *common, "--score_range=5")
   assert bad.returncode == 2 and "error: --score_range takes the lowest and highest score" in bad.stderr
 

@@ -111,7 +111,8 @@ def test_activations_match_their_formulas():
     layers.MaskedLMHead(vocab_size=50, embedding_size=8, hidden_act="gelu"),
     layers.SentenceOrderHead(hidden_size=16),
     layers.ClassificationHead(hidden_size=16, num_classes=3, dropout_rate=0.1),
-    layers.MeanPooling(l2_normalize=False),
+    layers.TokenPooling("max"),
+    layers.SentenceEmbeddingHead("cls", projection_dim=8, initializer_range=0.05),
     layers.SpanLogitsHead(hidden_size=16, initializer_range=0.05),
     layers.XLNetSpanHead(hidden_size=16, start_n_top=3, end_n_top=2, dropout_rate=0.2),
 ], ids=lambda layer: type(layer).__name__)
@@ -178,17 +179,36 @@ def test_classifier_outputs_and_labels():
   assert head.output_weights.shape == (3, config.hidden_size)
 
 
-def test_sentence_embedding_is_the_unit_mean_of_real_tokens():
+def _unit(vectors):
+  return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_sentence_embedding_pools_real_tokens_projects_and_normalises(pooling):
   config = tiny_config()
-  model = albert_tf.AlbertSentenceEncoder(config)
   batch = padded_batch(config.vocab_size)
-  embedding = model(batch)["embedding"].numpy()
-  sequence_output = model.encoder(batch)["sequence_output"].numpy()
   mask = batch["input_mask"].numpy()[:, :, None]
-  mean = (sequence_output * mask).sum(1) / mask.sum(1)
-  np.testing.assert_allclose(embedding, mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=1e-6)
+  model = albert_tf.AlbertSentenceEncoder(config, pooling)
+  sequence_output = model.encoder(batch)["sequence_output"].numpy()
+  pooled = {"mean": (sequence_output * mask).sum(1) / mask.sum(1), "cls": sequence_output[:, 0],
+            "max": np.where(mask > 0, sequence_output, -np.inf).max(1)}[pooling]
+  np.testing.assert_allclose(model(batch)["embedding"], _unit(pooled), atol=1e-6)
+  # Padding never counts: the last row alone, unpadded, gets the same embedding.
+  length = int(mask[-1].sum())
+  alone = {name: value[-1:, :length] for name, value in batch.items() if name != "masked_lm_positions"}
+  np.testing.assert_allclose(model(alone)["embedding"], model(batch)["embedding"][-1:], atol=1e-5)
   assert not model.encoder.pooler.trainable
   assert all(variable is not model.encoder.pooler.kernel for variable in model.trainable_variables)
+
+  projected = albert_tf.AlbertSentenceEncoder(config, pooling, projection_dim=7)
+  projected(batch)
+  projected.encoder.set_weights(model.encoder.get_weights())
+  head = projected.sentence_head.projection
+  expected = np.tanh(pooled @ head.kernel.numpy() + head.bias.numpy())
+  np.testing.assert_allclose(projected(batch)["embedding"], _unit(expected), atol=1e-6)
+  assert projected.embedding_size == 7 and model.embedding_size == config.hidden_size
+  with pytest.raises(ValueError, match="'sum' is not one of mean, cls, max"):
+    albert_tf.AlbertSentenceEncoder(config, "sum")
 
 
 def test_variable_names_carry_what_the_optimizer_excludes_from_weight_decay():

@@ -9,6 +9,10 @@ checkpoint of an encoder alone, or without the sentence-order head, exports as `
 `AlbertForMaskedLM`. The tokenizer options are the ones recorded beside the SentencePiece model; the tokenizer
 files are written the way transformers best reproduces the model's ids, measured and printed (a loud warning
 where some text still gets other ids).
+
+A sentence encoder's checkpoint (tools/train_sentence_encoder.py) exports as `AlbertModel` plus the files of
+a sentence-transformers model: `SentenceTransformer(output_dir)` loads it and computes the encoder's own
+embedding (its pooling, projection and normalisation), texts cut to --max_seq_length tokens.
 """
 
 import sys
@@ -30,6 +34,8 @@ flags.DEFINE_string("checkpoint", None,
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; adds the tokenizer files when given.")
 tokenizer_flags.define_tokenizer_flags()
 flags.DEFINE_string("output_dir", None, "Folder to write config.json, model.safetensors and tokenizer files.")
+flags.DEFINE_integer("max_seq_length", None, "A sentence encoder's: the length sentence-transformers cuts texts "
+                     "to, [CLS] and [SEP] included (default: max_position_embeddings).")
 flags.DEFINE_list("parity_text", [], "Text files (a text a line; the first 20,000 lines of each) on which to "
                   "check that transformers' tokenizers give the model's own ids, besides the vocabulary's pieces "
                   "and probe lines in six scripts.")
@@ -42,7 +48,8 @@ def main(argv):
   logging.info("Restored %s", prefix)
   text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file) if FLAGS.spm_model_file else None
   export = huggingface.export_to_hf(model, FLAGS.output_dir, spm_model_file=FLAGS.spm_model_file,
-                                    tokenizer_options=text_options, parity_text_files=FLAGS.parity_text)
+                                    tokenizer_options=text_options, parity_text_files=FLAGS.parity_text,
+                                    max_seq_length=FLAGS.max_seq_length)
   print(f"Exported {prefix} to the Hugging Face folder {FLAGS.output_dir}:")
   for name in sorted(export.paths):
     print(f"  {export.paths[name]}")
@@ -51,6 +58,14 @@ def main(argv):
     warning = export.tokenizer_parity.warning()
     if warning:
       print(warning, file=sys.stderr)
+  modules = export.sentence_transformers
+  if modules is not None:
+    print(f"The folder is also a sentence-transformers model ({modules.describe()}; texts cut to "
+          f"{modules.max_seq_length} tokens).")
+    if export.tokenizer_parity is None:
+      print("It needs the tokenizer files to load: export again with --spm_model_file.")
+    else:
+      print(f"Load it with: SentenceTransformer({FLAGS.output_dir!r}).encode(texts)")
 
 
 def run():

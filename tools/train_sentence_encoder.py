@@ -1,16 +1,33 @@
-"""Trains a sentence encoder (Sentence-BERT style) from ALBERT on text pairs with a similarity score.
+"""Trains a sentence encoder (Sentence-BERT style) from ALBERT: on scored text pairs, or by distillation.
 
-  python tools/train_sentence_encoder.py --task_name=sts-b --data_dir=glue/STS-B --output_dir=runs/sbert \
+  # STS regression: the cosine of two embeddings fits the pair's score
+  python tools/train_sentence_encoder.py --task_name=klue-sts --data_dir=klue --output_dir=runs/sbert \
       --albert_config_file=albert_base/albert_config.json --spm_model_file=albert_base/spiece.model \
-      --init_checkpoint=albert_base --do_train --do_eval --train_step=2000 --warmup_step=200 \
+      --init_checkpoint=albert_base --pooling=cls --do_train --do_eval --train_step=2000 --warmup_step=200 \
       --export_dir=serving/sentence_encoder
 
-Each text is encoded alone; its embedding is the mean of the token vectors (L2-normalised), and the
-cosine similarity of a pair is fitted to the pair's score scaled to [0, 1] (--score_range, default the
-train split's lowest and highest score). Evaluation is the Spearman correlation of cosines and scores on
-dev.tsv; the best checkpoint by it is kept. The exported SavedModel's sentence_embedding signature gives
-the embeddings. Flags as tools/run_classifier.py, for a regression task of pairs (sts-b, or tsv with
---tsv_text_b_column and --tsv_is_regression). --do_eval without --do_train scores the --init_checkpoint as it is.
+  # Cross-lingual distillation: English sentences and their translations onto an English teacher's embeddings
+  python tools/train_sentence_encoder.py --parallel_file=en_ko.tsv --teacher=serving/english_encoder/1 \
+      --projection_dim=768 --output_dir=runs/student --albert_config_file=... --spm_model_file=en_ko.model \
+      --init_checkpoint=albert_en_ko --do_train --do_eval --task_name=korsts --data_dir=KorSTS ...
+
+Each text is encoded alone; its embedding pools the token vectors (--pooling: mean, cls or max over real
+tokens), optionally projects them (--projection_dim: Dense + tanh) and is L2-normalised. The exported
+SavedModel's sentence_embedding signature computes the same; tools/export_hf.py writes it as a
+sentence-transformers folder.
+
+- STS (without --parallel_file): the cosine similarity of a pair is fitted to the pair's score scaled to
+  [0, 1] (--score_range, default the train split's lowest and highest score). The task is a regression of
+  pairs: sts-b, klue-sts, korsts, or tsv with --tsv_text_b_column and --tsv_is_regression. Each checkpoint is
+  scored by the Spearman correlation of cosines and scores on the dev split; the best is kept.
+- Distillation (--parallel_file, source<TAB>translation per line, and --teacher, a SavedModel with a
+  sentence_embedding signature or a .npy of its embeddings of the sources in file order): the student's
+  embeddings of the source and of the translation both regress the teacher's (unit-length) embedding of the
+  source. --parallel_dev_size pairs, drawn by --random_seed, are held out; each checkpoint is scored by
+  translation retrieval (top-1, both directions; their mean picks the best), the MSE, and with --task_name
+  and --data_dir the STS dev split's Spearman correlation.
+
+Flags as tools/run_classifier.py. --do_eval without --do_train scores the --init_checkpoint as it is.
 """
 
 from absl import flags
@@ -18,32 +35,71 @@ from absl import flags
 from albert_tf import cli
 from albert_tf.cli import finetuning_flags
 from albert_tf.cli import strategy_flags
+from albert_tf.data import parallel_text
 from albert_tf.errors import OptionError
+from albert_tf.modeling.layers.pooling import POOLING_MODES
+from albert_tf.training import distillation
 from albert_tf.training import finetuning
 from albert_tf.training import finetuning_objectives
 
 FLAGS = flags.FLAGS
 
 
+def _score_range():
+  if not FLAGS.score_range:
+    return None
+  try:
+    low, high = (float(value) for value in FLAGS.score_range)
+  except ValueError:
+    raise OptionError(f"--score_range takes the lowest and highest score, e.g. 0,5; not "
+                      f"{','.join(FLAGS.score_range)}.") from None
+  return low, high
+
+
+def _distillation_objective(options) -> distillation.DistillationObjective:
+  if not (FLAGS.parallel_file and FLAGS.teacher):
+    raise OptionError("Distillation needs both --parallel_file (source<TAB>translation) and --teacher.")
+  if FLAGS.score_range:
+    raise OptionError("--score_range scales STS scores for STS training; distillation learns from --teacher.")
+  if FLAGS.projection_dim is not None and FLAGS.projection_dim <= 0:
+    raise OptionError(f"--projection_dim={FLAGS.projection_dim} must be positive.")
+  pairs = parallel_text.read_parallel_file(FLAGS.parallel_file)
+  sts_task = finetuning_flags.task_from_flags() if FLAGS.data_dir else None
+  student_size = FLAGS.projection_dim or options.albert_config.hidden_size
+  teacher = distillation.teacher_embeddings(FLAGS.teacher, [pair.source for pair in pairs], student_size,
+                                            FLAGS.projection_dim)
+  return distillation.DistillationObjective(pairs, teacher, FLAGS.parallel_dev_size, FLAGS.random_seed, sts_task,
+                                            FLAGS.pooling, FLAGS.projection_dim)
+
+
 def main(argv):
   del argv
-  score_range = None
-  if FLAGS.score_range:
-    try:
-      low, high = (float(value) for value in FLAGS.score_range)
-    except ValueError:
-      raise OptionError(f"--score_range takes the lowest and highest score, e.g. 0,5; not "
-                        f"{','.join(FLAGS.score_range)}.") from None
-    score_range = (low, high)
-  objective = finetuning_objectives.SentenceSimilarityObjective(finetuning_flags.task_from_flags(), score_range)
-  finetuning.run(finetuning_flags.options_from_flags(), objective, strategy_flags.strategy_from_flags())
+  options = finetuning_flags.options_from_flags()
+  if FLAGS.parallel_file or FLAGS.teacher:
+    objective = _distillation_objective(options)
+  elif not FLAGS.data_dir:
+    raise OptionError("Nothing to learn from: give an STS task's --data_dir, or --parallel_file and --teacher.")
+  else:
+    objective = finetuning_objectives.SentenceSimilarityObjective(finetuning_flags.task_from_flags(), _score_range(),
+                                                                  FLAGS.pooling, FLAGS.projection_dim)
+  finetuning.run(options, objective, strategy_flags.strategy_from_flags())
 
 
 def run():
   """The `albert-train-sentence-encoder` command."""
-  finetuning_flags.define_flags()
-  flags.DEFINE_list("score_range", None, "The lowest and highest similarity score, e.g. 0,5 (default: the "
+  finetuning_flags.define_flags(data_dir_required=False)
+  flags.DEFINE_list("score_range", None, "STS: the lowest and highest similarity score, e.g. 0,5 (default: the "
                     "train split's).")
+  flags.DEFINE_enum("pooling", "mean", list(POOLING_MODES), "How token vectors become one embedding: their mean, "
+                    "the [CLS] token's vector, or their element-wise maximum (real tokens only).")
+  flags.DEFINE_integer("projection_dim", None, "Project the pooled vector to this size (Dense + tanh) before "
+                       "normalising; e.g. a distillation teacher's embedding size.")
+  flags.DEFINE_string("parallel_file", None, "Distillation: a UTF-8 file of source<TAB>translation lines (further "
+                      "columns ignored).")
+  flags.DEFINE_string("teacher", None, "Distillation: a SavedModel with a sentence_embedding signature (ours or "
+                      "another), or a .npy of its embeddings of the parallel file's sources, in file order.")
+  flags.DEFINE_integer("parallel_dev_size", 1000, "Distillation: pairs held out (drawn by --random_seed) to score "
+                       "checkpoints with --do_eval.")
   FLAGS.set_default("task_name", "sts-b")
   FLAGS.set_default("max_seq_length", 128)
   cli.run(main)

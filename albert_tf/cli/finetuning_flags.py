@@ -62,15 +62,15 @@ def define_schedule_flags():
   flags.DEFINE_integer("warmup_step", 0, "Linear warmup steps.")
 
 
-def define_flags():
-  """The flags of run_classifier and train_sentence_encoder (--task_name has no default)."""
-  define_run_flags()
-  define_schedule_flags()
-  flags.DEFINE_string("data_dir", None, "The task's data: a folder of train.tsv, dev.tsv, test.tsv (GLUE's "
-                      "layout; Google's --data_dir, the task's folder or its parent).")
-  flags.DEFINE_string("task_name", None, f"The task: {', '.join(tasks.KNOWN_TASKS)}.")
-  flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on the dev split and keep the best.")
-  flags.DEFINE_integer("eval_batch_size", 8, "Global eval batch size.")
+def define_task_flags():
+  """--task_name, --data_dir and the --tsv_* flags: which task's data is read, and how (`task_from_flags`)."""
+  flags.DEFINE_string("data_dir", None, "The task's data: its files under their official names (GLUE's "
+                      "train.tsv, dev.tsv, test.tsv; KLUE's ynat-v1.1_train.json, ...; KorSTS', KorNLI's, NSMC's), "
+                      "in the task's folder of its download or the folder above it (Google's --data_dir); or one "
+                      "file, read as each split.")
+  flags.DEFINE_string("task_name", None, f"The task (any case): {', '.join(tasks.KNOWN_TASKS)}. The Korean tasks' "
+                      "test splits are labeled: KLUE's is its dev file (its test labels are not public), NSMC's "
+                      "dev split is its test file.")
   flags.DEFINE_integer("tsv_text_a_column", 0, "tsv task: the column (0-based) of the first text.")
   flags.DEFINE_integer("tsv_text_b_column", None, "tsv task: the column of the second text, for pairs.")
   flags.DEFINE_integer("tsv_label_column", 1, "tsv task: the column of the label or score.")
@@ -81,7 +81,18 @@ def define_flags():
   flags.DEFINE_float("tsv_label_threshold", None, "tsv task: binary classes from a numeric score: 1 if "
                      "score > threshold, else 0.")
   flags.DEFINE_bool("tsv_test_has_labels", True, "tsv task: test.tsv has the label column too.")
-  flags.mark_flag_as_required("data_dir")
+
+
+def define_flags(data_dir_required: bool = True):
+  """The flags of run_classifier and train_sentence_encoder (--task_name has no default; --data_dir is
+  optional where a tool reads other data, as train_sentence_encoder's --parallel_file)."""
+  define_run_flags()
+  define_schedule_flags()
+  define_task_flags()
+  flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on the dev split and keep the best.")
+  flags.DEFINE_integer("eval_batch_size", 8, "Global eval batch size.")
+  if data_dir_required:
+    flags.mark_flag_as_required("data_dir")
 
 
 def task_from_flags() -> tasks.Task:

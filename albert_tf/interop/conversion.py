@@ -205,7 +205,7 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
     raise InputFileError(f"Hugging Face config not found: {config_file}")
   with open(config_file, encoding="utf-8") as reader:
     config = _config_from_hf(json.load(reader), config_file)
-  tensors = _read_hf_weights(folder)
+  tensors = read_hf_weights(folder)
   ignored = {"tied decoder copies": 0, "position_ids buffers": 0}
   for name in list(tensors):
     if name in _HF_TIED_COPIES:
@@ -261,7 +261,9 @@ def _config_from_hf(values: Dict, path: str) -> AlbertConfig:
                              extra={k: v for k, v in config.extra.items() if k in GOOGLE_LEGACY_KEYS})
 
 
-def _read_hf_weights(folder: str) -> Dict[str, np.ndarray]:
+def read_hf_weights(folder: str) -> Dict[str, np.ndarray]:
+  """A Hugging Face folder's tensors by name, as float32 arrays: `model.safetensors`, a sharded safetensors index,
+  or `pytorch_model.bin` (which needs torch); a sentence-transformers module's folder too."""
   safetensors_file = os.path.join(folder, "model.safetensors")
   index_file = os.path.join(folder, "model.safetensors.index.json")
   pytorch_file = os.path.join(folder, "pytorch_model.bin")

@@ -25,6 +25,7 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.pretrainer import AlbertPretrainer
 from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
+from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 
 MODEL_KEY = "model"
 # The prefix of checkpoints in a run or conversion directory (Google's): model.ckpt-<step>, model.ckpt.
@@ -42,6 +43,9 @@ TASK_HEADS = {CLASSIFIER_HEAD: "classifier head", SQUAD_HEAD: "SQuAD v1 head", S
               CHOICE_HEAD: "multiple-choice head"}
 # Written by fine-tuning beside its checkpoints: the task and, for a classifier, its labels in head order.
 TASK_INFO_FILE = "task.json"
+# A sentence encoder's head (checkpoint child name), and the task.json key of its pooling and projection.
+SENTENCE_HEAD = "sentence_head"
+SENTENCE_EMBEDDING_INFO = "sentence_embedding"
 _VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
 _MAX_LISTED = 25
 
@@ -216,7 +220,8 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
   fine-tuned classifier: its labels are those of the `task.json` beside the checkpoint, else the class ids
   ("0", "1", ...); one output is a regression. A SQuAD v1, SQuAD v2 or multiple-choice checkpoint gives
   `AlbertQuestionAnswerer`, `AlbertQuestionAnswererV2` (its beam from the `task.json` beside it, else
-  Google's 5 × 5) or `AlbertMultipleChoice`.
+  Google's 5 × 5) or `AlbertMultipleChoice`. A sentence encoder's checkpoint gives an
+  `AlbertSentenceEncoder` with the pooling and projection of the `task.json` beside it.
 
   Args:
     config: the config the checkpoint was written with.
@@ -227,12 +232,15 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
 
   Raises:
     FileNotFoundError: no checkpoint at `path`.
-    CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`).
+    CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`), or a sentence
+      encoder's whose task.json is missing.
   """
   prefix = resolve_checkpoint_path(path)
   reader, graph, model_node = _read_model_graph(prefix)
   parts = set(_children(graph, model_node))
-  if CLASSIFIER_HEAD in parts:
+  if SENTENCE_HEAD in parts:
+    model = sentence_encoder_model(config, prefix)
+  elif CLASSIFIER_HEAD in parts:
     variables = _checkpoint_variables(reader, graph, model_node)
     num_outputs = variables[f"{CLASSIFIER_HEAD}/output_weights"][1][0]
     model = AlbertClassifier(config, _label_names(prefix, num_outputs))
@@ -252,6 +260,19 @@ def read_task_info(prefix: str) -> Dict:
     return {}
   with open(info_file, encoding="utf-8") as reader:
     return json.load(reader)
+
+
+def sentence_encoder_model(config: AlbertConfig, prefix: str) -> AlbertSentenceEncoder:
+  """The built `AlbertSentenceEncoder` of a sentence encoder's checkpoint, as its task.json describes it."""
+  info = read_task_info(prefix).get(SENTENCE_EMBEDDING_INFO)
+  if info is None:
+    raise CheckpointMismatchError(
+        f"{prefix} is a sentence encoder's checkpoint, but its pooling and projection are unknown: the "
+        f"{TASK_INFO_FILE} that train_sentence_encoder wrote beside it is missing or has no "
+        f"'{SENTENCE_EMBEDDING_INFO}'. Copy it beside the checkpoint.")
+  model = AlbertSentenceEncoder(config, info["pooling"], info.get("projection_dim"))
+  model(model.dummy_inputs(), training=False)
+  return model
 
 
 def _label_names(prefix: str, num_outputs: int) -> Optional[Tuple[str, ...]]:

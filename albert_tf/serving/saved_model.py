@@ -7,8 +7,9 @@
 - `encode_text` (`text_a`) and `encode_text_pair` (`text_a`, `text_b`): strings `[batch]`, tokenized in the
   graph and packed as `[CLS] a [SEP] b [SEP]` to `max_seq_length` → the same outputs plus the packed ids.
   From Python, `loaded.encode_text(text_a)` and `loaded.encode_text(text_a, text_b)` both work.
-- `sentence_embedding` (`text`): the mean of the token vectors over real tokens, L2-normalised →
-  `embedding` `[batch, H]` (dot products are cosine similarities; see `AlbertSentenceEncoder`).
+- `sentence_embedding` (`text`): a unit-length embedding per text → `embedding` `[batch, D]` (dot products are
+  cosine similarities). An `AlbertSentenceEncoder` exports its own pooling (mean, `[CLS]` or max) and
+  projection; any other model the mean of the token vectors over real tokens (D = H).
 - `fill_mask` (`text` with `[MASK]`s), when the model has its masked-LM head → the top-k tokens and
   probabilities at each mask.
 
@@ -37,7 +38,7 @@ import tensorflow as tf
 
 from albert_tf.errors import OptionError
 from albert_tf.modeling.classifier import AlbertClassifier
-from albert_tf.modeling.layers.pooling import MeanPooling
+from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead
 from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.serving import answer_spans
 from albert_tf.serving.answer_spans import QuestionAnsweringOptions
@@ -57,7 +58,7 @@ class AlbertServingModule(tf.Module):
   """The exported object: an encoder (and MLM head when present) behind text-in signatures.
 
   Args:
-    model: a restored `AlbertEncoder` or `AlbertPretrainer`.
+    model: a restored `AlbertEncoder`, `AlbertPretrainer` or `AlbertSentenceEncoder`.
     tokenizer: the `GraphTokenizer` of the model's SentencePiece model and options.
     max_seq_length: length that text inputs are packed to.
     fill_mask_top_k: how many candidates `fill_mask` returns at each mask.
@@ -73,7 +74,9 @@ class AlbertServingModule(tf.Module):
     self.max_seq_length = max_seq_length
     self.fill_mask_top_k = fill_mask_top_k
     self.assets = {name: tf.saved_model.Asset(path) for name, path in (asset_files or {}).items()}
-    self.pooling = MeanPooling(l2_normalize=True)
+    self.sentence_head = getattr(model, "sentence_head", None)
+    if self.sentence_head is None:
+      self.sentence_head = SentenceEmbeddingHead("mean")
     # Saving traces every tf.function the module holds, so fill_mask exists only with its head.
     self.fill_mask = None
     if self.masked_lm_head is not None:
@@ -97,7 +100,7 @@ class AlbertServingModule(tf.Module):
   def sentence_embedding(self, text):
     inputs = self.tokenizer.encode_and_pack(text, None, self.max_seq_length)
     sequence_output = self.encoder(inputs, training=False)["sequence_output"]
-    return {"embedding": self.pooling(sequence_output, inputs["input_mask"])}
+    return {"embedding": self.sentence_head(sequence_output, inputs["input_mask"])}
 
   def _fill_mask(self, text):
     """Top-k tokens at each `[MASK]`; slots past a text's `num_masks` have id -1, score 0, token ''."""
@@ -261,8 +264,9 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
   An existing version is never overwritten.
 
   Args:
-    model: a restored `AlbertEncoder`, `AlbertPretrainer` (`fill_mask` needs its masked-LM head) or
-      `AlbertClassifier` (with `classify_text`).
+    model: a restored `AlbertEncoder`, `AlbertPretrainer` (`fill_mask` needs its masked-LM head),
+      `AlbertSentenceEncoder` (its `sentence_embedding`), `AlbertClassifier` (with `classify_text`) or a
+      reading-comprehension model.
     export_dir: the model's base directory, as TF Serving's `--model_base_path`.
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: the length text inputs are packed to (at most `max_position_embeddings`).

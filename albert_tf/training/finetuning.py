@@ -2,6 +2,7 @@
 
 One driver, `FineTuning`, runs every fine-tuning job; what differs lives in an objective: in
 `finetuning_objectives` a classifier (Google's `run_classifier.py`) or a Sentence-BERT encoder, in
+`distillation` a sentence encoder distilled from a teacher's embeddings, in
 `reading_objectives` SQuAD v1 and v2 (`run_squad_v1.py`, `run_squad_v2.py`) and RACE (`run_race.py`).
 
 A run reads and checks every split it needs before building anything, so bad data fails before training.

@@ -1,12 +1,13 @@
 """Evaluation metrics of the fine-tuning tasks, in NumPy (no scikit-learn or SciPy needed).
 
 Each metric takes (predictions, labels) of the same length; all are symmetric in the two. Classification
-metrics take class ids; the binary ones (MCC, F1) take ids 0 and 1 with 1 the positive class. Where a
-correlation is undefined (a side without variance) it is 0, as scikit-learn's MCC (SciPy's Pearson and
-Spearman give NaN), so the best checkpoint can always be picked by comparison.
+metrics take class ids; the binary ones (MCC, F1) take ids 0 and 1 with 1 the positive class; macro F1 takes
+the number of classes too, since a class may be absent from both. Where a correlation is undefined (a side
+without variance) it is 0, as scikit-learn's MCC (SciPy's Pearson and Spearman give NaN), and so is an F1 of
+no positives at all, so the best checkpoint can always be picked by comparison.
 """
 
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -50,6 +51,47 @@ def f1(predictions, labels) -> float:
   """F1 of the positive class 1 (MRPC's and QQP's metric): 0 where there are no positives at all."""
   tp, _, fp, fn = _binary_counts(predictions, labels)
   return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def macro_f1(predictions, labels, num_classes: Optional[int] = None) -> float:
+  """Macro-averaged F1 (KLUE-YNAT's metric): the mean over the classes of each class's F1 against the rest.
+
+  A class's F1 is 2 tp / (2 tp + fp + fn). A class in neither the predictions nor the labels has no positives
+  at all: it scores 0 and still counts in the mean, as in scikit-learn's `f1_score(labels, predictions,
+  average="macro", labels=range(num_classes), zero_division=0)`. (So a dev set that lacks one of the task's
+  classes scores lower than over the classes it holds.)
+
+  Args:
+    predictions: class ids.
+    labels: class ids.
+    num_classes: the classes are 0 .. num_classes - 1; None: those in the predictions or the labels
+      (scikit-learn's default).
+
+  Raises:
+    ValueError: with `num_classes`, an id that is not one of its classes.
+  """
+  predictions, labels = _pair(predictions, labels)
+  classes = np.union1d(predictions, labels) if num_classes is None else np.arange(num_classes)
+  for name, values in (("predictions", predictions), ("labels", labels)):
+    if not np.isin(values, classes).all():
+      raise ValueError(f"Macro F1 over {num_classes} classes takes class ids 0 .. {num_classes - 1}; the {name} "
+                       f"hold {np.unique(values)}.")
+  true_positives = np.array([np.sum((predictions == c) & (labels == c)) for c in classes], np.float64)
+  # 2 tp + fp + fn is the class's predictions plus its labels: 0 only for a class absent from both.
+  denominators = np.array([np.sum(predictions == c) + np.sum(labels == c) for c in classes], np.float64)
+  scores = np.divide(2 * true_positives, denominators, out=np.zeros_like(denominators), where=denominators > 0)
+  return float(np.mean(scores))
+
+
+# KLUE-STS's binary-label is 1 where a pair's score (0 to 5) is at least 3.0, and KLUE's F1 for STS scores the
+# predicted scores thresholded the same way against it.
+KLUE_STS_BINARY_THRESHOLD = 3.0
+
+
+def sts_binary_f1(predictions, labels, threshold: float = KLUE_STS_BINARY_THRESHOLD) -> float:
+  """KLUE-STS's F1: `f1` of (predicted score >= threshold) against (true score >= threshold)."""
+  predictions, labels = _pair(predictions, labels, np.float64)
+  return f1((predictions >= threshold).astype(np.int32), (labels >= threshold).astype(np.int32))
 
 
 def pearson(predictions, labels) -> float:
@@ -116,12 +158,15 @@ def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Seq
 
 
 METRICS: Dict[str, Callable[..., float]] = {
-    "accuracy": accuracy, "mcc": matthews_corrcoef, "f1": f1, "pearson": pearson, "spearman": spearman,
-    "mse": mse}
+    "accuracy": accuracy, "mcc": matthews_corrcoef, "f1": f1, "macro_f1": macro_f1, "binary_f1": sts_binary_f1,
+    "pearson": pearson, "spearman": spearman, "mse": mse}
+# Metrics over all of a task's classes, present or not: they take its number of classes too.
+PER_CLASS_METRICS = frozenset({"macro_f1"})
 
 
 def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
-  """The metrics of `task` (its `metric_names`, Google's set for GLUE) on one evaluation.
+  """The metrics of `task` (its `metric_names`: Google's set for GLUE, the benchmark's own for the Korean tasks)
+  on one evaluation.
 
   Args:
     task: the task, from `albert_tf.data.tasks.get_task`.
@@ -135,4 +180,5 @@ def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
   predictions = np.asarray(predictions)
   if not task.is_regression and predictions.ndim == 2:
     predictions = predictions.argmax(axis=-1)
-  return {name: METRICS[name](predictions, labels) for name in task.metric_names}
+  return {name: METRICS[name](predictions, labels, len(task.label_list)) if name in PER_CLASS_METRICS
+          else METRICS[name](predictions, labels) for name in task.metric_names}
