@@ -450,7 +450,7 @@ def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained)
   assert float(tf.reduce_sum(embeddings[0] * embeddings[1])) == pytest.approx(cosines[0, 0], abs=1e-5)
   # Its checkpoints are encoder checkpoints: AlbertEncoder and tools/export_saved_model.py read them.
   checkpoint_lib.restore_checkpoint(albert_tf.AlbertEncoder(albert_tf.AlbertConfig(**CONFIG)), str(tmp_path / "run"))
-  with pytest.raises(TaskError, match="not a regression of pairs"):
+  with pytest.raises(TaskError, match="mrpc is a classification; sentence similarity needs scored text pairs"):
     SentenceSimilarityObjective(get_task("mrpc"))
 
 

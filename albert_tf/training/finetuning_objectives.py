@@ -22,7 +22,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences, pack_texts
-from albert_tf.data.tasks import Example, Task, TaskError
+from albert_tf.data.tasks import KNOWN_TASKS, Example, Task, TaskError, get_task
 from albert_tf.errors import OptionError
 from albert_tf.modeling.checkpoints import SENTENCE_EMBEDDING_INFO
 from albert_tf.modeling.classifier import AlbertClassifier
@@ -329,12 +329,22 @@ class SentenceSimilarityObjective(SentenceEncoderObjective):
     return prediction_tables(split.guids, [repr(float(value)) for value in outputs], [[float(v)] for v in outputs])
 
 
+def similarity_task_names() -> List[str]:
+  """The known tasks whose examples are scored text pairs (besides `tsv`, which is one when laid out so)."""
+  return [name for name in KNOWN_TASKS if name != "tsv" and get_task(name).is_regression and get_task(name).is_pair]
+
+
 def check_similarity_task(task: Task):
-  """Refuses a task that is not a regression of text pairs (what STS training and evaluation need)."""
-  if not (task.is_regression and task.is_pair):
-    raise TaskError(f"Sentence similarity needs pairs of texts with a similarity score; task {task.name!r} is not "
-                    "a regression of pairs (use sts-b, klue-sts, korsts, or tsv with --tsv_text_b_column and "
-                    "--tsv_is_regression).")
+  """Refuses a task whose examples are not scored text pairs (what STS training and evaluation need).
+
+  Raises:
+    TaskError: a classification, or a regression of single texts.
+  """
+  if task.is_regression and task.is_pair:
+    return
+  kind = "a regression of single texts" if task.is_regression else "a classification"
+  raise TaskError(f"--task_name={task.name} is {kind}; sentence similarity needs scored text pairs: "
+                  f"{', '.join(similarity_task_names())}, or tsv with --tsv_text_b_column and --tsv_is_regression.")
 
 
 def pack_pairs_apart(examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,

@@ -28,26 +28,6 @@ CSV_COLUMNS = ("similarity", "pearson", "spearman")
 _NORM_EPSILON = 1e-12
 
 
-def pair_regression_tasks() -> List[str]:
-  """The known tasks whose examples are scored text pairs (besides `tsv`, which is one when laid out so)."""
-  found = {name: tasks.get_task(name) for name in tasks.KNOWN_TASKS if name != "tsv"}
-  return [name for name, task in found.items() if task.is_regression and task.is_pair]
-
-
-def check_task(task: tasks.Task):
-  """Refuses a task whose examples are not scored text pairs.
-
-  Raises:
-    TaskError: a classification, or a regression of single texts.
-  """
-  if task.is_regression and task.is_pair:
-    return
-  kind = "a regression of single texts" if task.is_regression else "a classification"
-  raise tasks.TaskError(f"--task_name={task.name} is {kind}; STS evaluation needs scored text pairs: "
-                        f"{', '.join(pair_regression_tasks())}, or tsv with --tsv_text_b_column and "
-                        "--tsv_is_regression.")
-
-
 @dataclasses.dataclass(frozen=True)
 class Correlation:
   """How one similarity of the embeddings correlates with the gold scores."""
