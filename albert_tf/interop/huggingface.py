@@ -219,9 +219,7 @@ def sentence_encoder_head(model, max_seq_length: Optional[int] = None) -> Senten
   """
   config = model.config
   max_seq_length = config.max_position_embeddings if max_seq_length is None else max_seq_length
-  if not 3 <= max_seq_length <= config.max_position_embeddings:
-    raise OptionError(f"--max_seq_length={max_seq_length} must be between 3 ([CLS] a [SEP]) and the model's "
-                      f"max_position_embeddings={config.max_position_embeddings}.")
+  config.check_max_seq_length(max_seq_length)
   dense = ()
   projection = model.sentence_head.projection
   if projection is not None:

@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any, Dict, Optional
 
-from albert_tf.errors import AlbertError, InputFileError
+from albert_tf.errors import AlbertError, InputFileError, OptionError
 
 # The config's file name in a run, export or conversion directory (Google's).
 CONFIG_FILE = "albert_config.json"
@@ -133,6 +133,16 @@ class AlbertConfig:
   def group_of_layer(self, layer_index: int) -> int:
     """The parameter group layer `layer_index` uses: int(l·G/L), Google's and Hugging Face's routing."""
     return layer_index * self.num_hidden_groups // self.num_hidden_layers
+
+  def check_max_seq_length(self, max_seq_length: int, source: str = "--max_seq_length") -> None:
+    """Refuses a packed length below `[CLS] a [SEP]` or beyond the position table.
+
+    Raises:
+      OptionError: naming `source` (the flag or file that gave the length) and both bounds.
+    """
+    if not 3 <= max_seq_length <= self.max_position_embeddings:
+      raise OptionError(f"{source}={max_seq_length} must be between 3 ([CLS] a [SEP]) and the model's "
+                        f"max_position_embeddings={self.max_position_embeddings}.")
 
   def validate(self) -> None:
     """Raises `AlbertConfigError` naming the first field that is not valid."""

@@ -280,9 +280,7 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     ValueError: a bad length, top-k or version; FileNotFoundError: no SentencePiece model.
   """
   config = model.config
-  if not 3 <= max_seq_length <= config.max_position_embeddings:
-    raise OptionError(f"--max_seq_length={max_seq_length} must be between 3 ([CLS] a [SEP]) and the "
-                     f"model's max_position_embeddings={config.max_position_embeddings}.")
+  config.check_max_seq_length(max_seq_length)
   options = tokenizer_options.resolve_options(spm_model_file, do_lower_case, keep_accents)
   tokenizer = tokenizer_for_model(config, spm_model_file, options.do_lower_case, options.keep_accents)
   if not 1 <= fill_mask_top_k <= config.vocab_size:

@@ -89,12 +89,6 @@ def saved_model_embedder(path: str, batch_size: int = 64) -> Embedder:
   return embed
 
 
-def _check_length(max_seq_length: int, config: AlbertConfig, source: str = "--max_seq_length"):
-  if not 3 <= max_seq_length <= config.max_position_embeddings:
-    raise OptionError(f"{source}={max_seq_length} must be between 3 ([CLS] a [SEP]) and the model's "
-                      f"max_position_embeddings={config.max_position_embeddings}.")
-
-
 def _encoder_embedder(encoder, head: Callable, tokenizer: GraphTokenizer, max_seq_length: int, batch_size: int,
                       description: str) -> Embedder:
   """An embedder that packs each text alone, `[CLS] text [SEP]`, runs `encoder` and `head(sequence_output,
@@ -147,7 +141,7 @@ def checkpoint_embedder(albert_config: Union[str, AlbertConfig], checkpoint: str
   config = AlbertConfig.from_json_file(albert_config) if isinstance(albert_config, str) else albert_config
   if max_seq_length is None:
     max_seq_length = min(DEFAULT_MAX_SEQ_LENGTH, config.max_position_embeddings)
-  _check_length(max_seq_length, config)
+  config.check_max_seq_length(max_seq_length)
   options = tokenizer_options.resolve_options(spm_model_file, do_lower_case, keep_accents)
   tokenizer = tokenizer_for_model(config, spm_model_file, options.do_lower_case, options.keep_accents)
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, checkpoint)
@@ -218,10 +212,10 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
     raise DataError(f"{folder}: the pooling takes {modules.hidden_size} values per token, but the model's "
                     f"hidden_size is {config.hidden_size}.")
   if max_seq_length is not None:
-    _check_length(max_seq_length, config)
+    config.check_max_seq_length(max_seq_length)
   elif modules.max_seq_length is not None:
     max_seq_length = modules.max_seq_length
-    _check_length(max_seq_length, config, f"max_seq_length in {huggingface.ST_TRANSFORMER_CONFIG}")
+    config.check_max_seq_length(max_seq_length, f"max_seq_length in {huggingface.ST_TRANSFORMER_CONFIG}")
   else:
     max_seq_length = min(huggingface.tokenizer_max_length(transformer_dir) or config.max_position_embeddings,
                          config.max_position_embeddings)

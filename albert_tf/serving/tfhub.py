@@ -189,9 +189,7 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
   export_path = export_path.rstrip("/")
   if tf.io.gfile.exists(export_path):
     raise OptionError(f"{export_path} already exists; choose another export path (an export is never overwritten).")
-  if not 3 <= max_seq_length <= config.max_position_embeddings:
-    raise OptionError(f"--max_seq_length={max_seq_length} must be between 3 ([CLS] a [SEP]) and the "
-                      f"model's max_position_embeddings={config.max_position_embeddings}.")
+  config.check_max_seq_length(max_seq_length)
   options = tokenizer_options.resolve_options(spm_model_file, do_lower_case, keep_accents)
   tokenizer = tokenizer_for_model(config, spm_model_file, options.do_lower_case, options.keep_accents)
 

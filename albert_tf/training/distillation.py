@@ -156,15 +156,17 @@ class DistillationObjective(SentenceEncoderObjective):
 
   def encode(self, examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,
              description: str) -> EncodedSplit:
-    """Source and translation packed apart; labels: the teacher embeddings (zeros for STS rows, whose scores
-    and the pairs' translations go to `source`)."""
+    """Source and translation packed apart; labels: the teacher embeddings (zeros for STS rows). `source`
+    holds which rows are pairs, the pairs' texts (retrieval counts a hit on another copy of a text) and the STS
+    rows' scores."""
+    pairs = [example for example in examples if isinstance(example, ParallelExample)]
     is_pair = np.array([isinstance(example, ParallelExample) for example in examples])
     labels = np.zeros([len(examples), self.teacher.shape[1]], np.float32)
-    labels[is_pair] = self.teacher[[example.teacher_row for example in examples if isinstance(example,
-                                                                                                ParallelExample)]]
-    source = {"is_pair": is_pair, "translations": [example.text_b for example in examples],
-              "sources": [example.text_a for example in examples],
-              "scores": np.array([0.0 if is_pair[i] else example.label for i, example in enumerate(examples)])}
+    labels[is_pair] = self.teacher[[pair.teacher_row for pair in pairs]]
+    source = {"is_pair": is_pair, "sources": [pair.text_a for pair in pairs],
+              "translations": [pair.text_b for pair in pairs],
+              "scores": np.array([example.label for example in examples if not isinstance(example, ParallelExample)],
+                                 np.float64)}
     return EncodedSplit(pack_pairs_apart(examples, tokenizer, max_seq_length, description), labels,
                         [example.guid for example in examples], max_seq_length, source)
 
@@ -188,11 +190,9 @@ class DistillationObjective(SentenceEncoderObjective):
     source, pairs = split.source, split.source["is_pair"]
     embedding_a, embedding_b = outputs["inputs_a"], outputs["inputs_b"]
     a, b, target = embedding_a[pairs], embedding_b[pairs], split.labels[pairs]
-    translations = [text for text, is_pair in zip(source["translations"], pairs) if is_pair]
-    sources = [text for text, is_pair in zip(source["sources"], pairs) if is_pair]
     values = {
-        "retrieval_source_to_translation": retrieval_accuracy(a, b, translations),
-        "retrieval_translation_to_source": retrieval_accuracy(b, a, sources),
+        "retrieval_source_to_translation": retrieval_accuracy(a, b, source["translations"]),
+        "retrieval_translation_to_source": retrieval_accuracy(b, a, source["sources"]),
         "mse": float(np.mean(np.square(a - target)) + np.mean(np.square(b - target))) / 2,
         "dev_pairs": int(pairs.sum()),
     }
@@ -201,7 +201,6 @@ class DistillationObjective(SentenceEncoderObjective):
     values["loss"] = 2 * values["mse"]  # as training's: the sum of both columns' mean squared error
     if not pairs.all():
       cosines = np.sum(embedding_a[~pairs] * embedding_b[~pairs], axis=1)
-      scores = source["scores"][~pairs]
-      values["sts_spearman"] = metrics_lib.spearman(cosines, scores)
-      values["sts_pearson"] = metrics_lib.pearson(cosines, scores)
+      values["sts_spearman"] = metrics_lib.spearman(cosines, source["scores"])
+      values["sts_pearson"] = metrics_lib.pearson(cosines, source["scores"])
     return values

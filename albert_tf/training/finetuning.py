@@ -113,9 +113,7 @@ class FineTuning:
     o = self.options
     if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
       raise OptionError("Nothing to do: set at least one of --do_train, --do_eval, --do_predict, --export_dir.")
-    if not 3 <= o.max_seq_length <= o.albert_config.max_position_embeddings:
-      raise OptionError(f"--max_seq_length={o.max_seq_length} must be between 3 and the model's "
-                       f"max_position_embeddings={o.albert_config.max_position_embeddings}.")
+    o.albert_config.check_max_seq_length(o.max_seq_length)
     replicas = self.strategy.num_replicas_in_sync
     for flag, size in (("train_batch_size", o.train_batch_size), ("eval_batch_size", o.eval_batch_size),
                        ("predict_batch_size", o.predict_batch_size)):
