@@ -8,7 +8,7 @@ TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_cl
          "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
          "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
          "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning", "benchmark_vocab_extension",
-         "benchmark_prepare_corpus", "benchmark_pretokenizer")
+         "benchmark_prepare_corpus", "benchmark_pretokenizer", "benchmark_dynamic_masking")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.

@@ -29,13 +29,14 @@ def tool(output_dir, *flags):
       capture_output=True, text=True, timeout=600)
 
 
-def test_the_direct_runner_with_two_workers_writes_the_local_runs_bytes(tmp_path):
+@pytest.mark.parametrize("masking", [[], ["--dynamic_masking"]], ids=["masked", "unmasked"])
+def test_the_direct_runner_with_two_workers_writes_the_local_runs_bytes(tmp_path, masking):
   """The same records in the same shards in the same order: every seed, key and rank is defined by what it is
   about (pretraining_corpus), not by the engine. The Beam run has many shuffle buckets (--shuffle_memory_mb=1),
   the local run one."""
-  local = tool(tmp_path / "local", "--num_workers=2")
+  local = tool(tmp_path / "local", "--num_workers=2", *masking)
   assert local.returncode == 0, local.stderr
-  beam = tool(tmp_path / "beam", "--runner=DirectRunner", *MULTI_PROCESS, "--shuffle_memory_mb=1")
+  beam = tool(tmp_path / "beam", "--runner=DirectRunner", *MULTI_PROCESS, "--shuffle_memory_mb=1", *masking)
   assert beam.returncode == 0, beam.stderr
   names = ["eval.tfrecord", "train-0.tfrecord", "train-1.tfrecord"]
   assert sorted(os.listdir(tmp_path / "beam")) == sorted(os.listdir(tmp_path / "local")) == names
@@ -44,6 +45,7 @@ def test_the_direct_runner_with_two_workers_writes_the_local_runs_bytes(tmp_path
   # The summaries agree too (counted with Beam's metrics), but for the time taken (the last line).
   summary = lambda result: [line.replace("/beam/", "/local/") for line in result.stdout.splitlines()[:-1]]
   assert summary(beam) == summary(local) and "eval: instances:" in beam.stdout
+  assert ("masking: none written" in beam.stdout) == bool(masking)
   assert beam.stdout.splitlines()[-1].startswith("done in ")
 
 

@@ -20,7 +20,6 @@ import re
 import resource
 import subprocess
 import sys
-import time
 from typing import Optional
 
 from absl import flags
@@ -98,22 +97,9 @@ def time_steps(config: AlbertConfig, strategy: tf.distribute.Strategy):
   dataset = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors(batch).repeat(),
       tf.distribute.InputOptions(experimental_fetch_to_device=True))
-  iterator = iter(dataset)
   step = loop.replica_train_step(model, optimizer, objective, FLAGS.mixed_precision == "float16", FLAGS.jit_compile,
                                  FLAGS.gradient_accumulation_steps)
-
-  @tf.function
-  def run_steps(num_steps):
-    total = tf.constant(0.0)
-    for _ in tf.range(num_steps):
-      sums = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(step, args=(next(iterator),)), axis=None)
-      total += sums[0]
-    return total
-
-  run_steps(tf.constant(FLAGS.warmup_steps)).numpy()
-  start = time.time()
-  run_steps(tf.constant(FLAGS.timed_steps)).numpy()
-  seconds = time.time() - start
+  seconds = capacity.time_train_steps(strategy, step, iter(dataset), FLAGS.warmup_steps, FLAGS.timed_steps)
   examples_per_second = FLAGS.timed_steps * FLAGS.train_batch_size / seconds
   print(f"config: {FLAGS.albert_config_file} ({model.count_params():,} parameters), batch "
         f"{FLAGS.train_batch_size} ({FLAGS.gradient_accumulation_steps} x micro-batch {micro_batch} per replica), "

@@ -11,9 +11,14 @@ pipeline options follow ours:
   python tools/create_pretraining_data.py ... --runner=DataflowRunner --project=my-project \
       --region=us-central1 --temp_location=gs://my-bucket/tmp --setup_file=./setup.py
 
+With --dynamic_masking the records are written unmasked, by default in one pass (--dupe_factor=1), and
+run_pretraining masks them afresh every epoch with this run's masking flags, which the records carry:
+
+  python tools/create_pretraining_data.py ... --dynamic_masking
+
 Flags and defaults are those of Google's create_pretraining_data.py, and so are the features of the
 records; --num_workers, --single_segment_policy, --keep_accents, --eval_output_file, --eval_fraction,
---shuffle_memory_mb and --runner are ours. --do_lower_case and --keep_accents default to what
+--dynamic_masking, --shuffle_memory_mb and --runner are ours. --do_lower_case and --keep_accents default to what
 train_sentencepiece recorded beside the SentencePiece model.
 """
 
@@ -53,11 +58,15 @@ flags.DEFINE_bool("sentence_order_prediction", True, "Swap half of the segment p
 flags.DEFINE_enum("single_segment_policy", "random_document", SINGLE_SEGMENT_POLICIES,
                   "A chunk of one sentence: B from a random other document, labelled 1 (Google's behaviour); "
                   "split_sentence: split the sentence and swap with p=0.5; skip.")
+flags.DEFINE_bool("dynamic_masking", False, "Write unmasked records (token ids, word starts and this run's masking "
+                  "flags); run_pretraining masks them afresh every epoch, so one pass (--dupe_factor=1) is enough "
+                  "and run_pretraining's --max_predictions_per_seq sets the most masked positions.")
 flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
 flags.DEFINE_integer("ngram", 3, "Longest n-gram to mask.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked positions per sequence.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice: same seed, same bytes.")
-flags.DEFINE_integer("dupe_factor", 40, "Passes over the corpus, each with different masks.")
+flags.DEFINE_integer("dupe_factor", 40, "Passes over the corpus, each with different masks (and pairs); with "
+                     "--dynamic_masking the default is 1, since training draws new masks every epoch.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length for a document.")
 flags.DEFINE_string("eval_output_file", None, "TFRecord file(s) for the held-out documents' records "
@@ -85,10 +94,10 @@ def main(argv):
       favor_shorter_ngram=FLAGS.favor_shorter_ngram, do_whole_word_mask=FLAGS.do_whole_word_mask,
       do_permutation=FLAGS.do_permutation, random_next_sentence=FLAGS.random_next_sentence,
       single_segment_policy=FLAGS.single_segment_policy,
-      sentence_order_prediction=FLAGS.sentence_order_prediction)
+      sentence_order_prediction=FLAGS.sentence_order_prediction, dynamic_masking=FLAGS.dynamic_masking)
   pipeline_args = data_flags.pipeline_args(argv)
   expected_predictions = int(round(FLAGS.masked_lm_prob * FLAGS.max_seq_length))
-  if FLAGS.max_predictions_per_seq < expected_predictions:
+  if FLAGS.max_predictions_per_seq < expected_predictions and not FLAGS.dynamic_masking:
     logging.warning(
         "--max_predictions_per_seq=%d is below masked_lm_prob × max_seq_length = %d: full-length sequences "
         "will have only %.1f%% of their tokens masked, not %.0f%%. Use --max_predictions_per_seq=%d.",
@@ -97,12 +106,15 @@ def main(argv):
         expected_predictions)
   if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
     raise InputFileError(f"--vocab_file not found: {FLAGS.vocab_file}")
+  dupe_factor = FLAGS.dupe_factor
+  if FLAGS.dynamic_masking and not FLAGS["dupe_factor"].present:
+    dupe_factor = 1
   text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
   arguments = dict(
       input_files=expand_input_patterns(FLAGS.input_file), output_files=_paths(FLAGS.output_file),
       tokenizer_spec=pretraining_writer.TokenizerSpec(FLAGS.spm_model_file, text_options.do_lower_case,
                                                       text_options.keep_accents),
-      options=options, dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
+      options=options, dupe_factor=dupe_factor, random_seed=FLAGS.random_seed,
       eval_output_files=_paths(FLAGS.eval_output_file), eval_fraction=FLAGS.eval_fraction,
       memory_bytes=FLAGS.shuffle_memory_mb << 20)
   signal.signal(signal.SIGTERM, _stop_on_sigterm)

@@ -15,6 +15,10 @@ Flags and defaults are those of Google's run_pretraining.py; --strategy_type, --
 --mixed_precision, --random_seed, --jit_compile, --log_steps, --sentence_order_prediction,
 --gradient_accumulation_steps and --recompute_grad are ours. Rerunning the same command after a
 crash resumes from the last checkpoint in --output_dir, input position included.
+
+The input files may hold masked records (Google's, or create_pretraining_data's) or unmasked ones
+(create_pretraining_data --dynamic_masking), which are masked afresh every epoch with the masking flags they
+carry, up to --max_predictions_per_seq positions; the files say which, and no flag changes.
 """
 
 from absl import flags
@@ -36,7 +40,8 @@ flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the m
 flags.DEFINE_string("init_checkpoint", None, "Start from this model (fresh optimizer): an albert-tf "
                     "checkpoint, or one converted from Google or Hugging Face.")
 flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the records.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per record.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per record (for unmasked records: the most "
+                     "that masking picks).")
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", False, "Evaluate (after every checkpoint when training).")
 flags.DEFINE_integer("train_batch_size", 4096, "Global training batch size.")

@@ -4,7 +4,8 @@ This module is the algorithm of Google's `create_pretraining_data.py` on token i
 `plan_segment_pairs` cuts a document into chunks of whole sentences and decides each chunk's segments A and B
 and its sentence-order label (Google's `create_instances_from_document`), and `finish_instance` truncates a
 pair and masks it (`truncate_seq_pair`, then `create_masked_lm_predictions`: n-gram sizes ∝ 1/n,
-SentencePiece whole words, 80/10/10 per token, Google's `num_to_predict`).
+SentencePiece whole words, 80/10/10 per token, Google's `num_to_predict`). With `dynamic_masking` an instance
+is left unmasked and `data.dynamic_masking` masks it in the input pipeline, with the same algorithm.
 
 The split lets segment B come from any document of the corpus without holding the corpus in memory: a plan
 names the other document (`RandomSegment`) and the caller reads it, from a file on disk or through a join in
@@ -44,6 +45,8 @@ class InstanceOptions:
     sentence_order_prediction: swap segments for the sentence-order task; False keeps every pair in its
       original order (for MLM-only pretraining) while drawing the same random numbers, so that everything
       else (lengths, masks) is as with swaps.
+    dynamic_masking: leave instances unmasked; training masks them afresh each epoch with this recipe
+      (`MaskingRecipe`, written into every record), so `max_predictions_per_seq` is training's to set.
   """
 
   max_seq_length: int = 512
@@ -57,6 +60,7 @@ class InstanceOptions:
   random_next_sentence: bool = False
   single_segment_policy: str = "random_document"
   sentence_order_prediction: bool = True
+  dynamic_masking: bool = False
 
   def __post_init__(self):
     if self.max_seq_length < 8:
@@ -73,21 +77,80 @@ class InstanceOptions:
     if self.single_segment_policy not in SINGLE_SEGMENT_POLICIES:
       raise OptionError(f"--single_segment_policy must be one of {', '.join(SINGLE_SEGMENT_POLICIES)}, "
                        f"got {self.single_segment_policy!r}.")
+    if self.dynamic_masking and self.do_permutation:
+      raise OptionError("--do_permutation cannot go with --dynamic_masking: the permuted second set of n-grams is "
+                        "Google's experimental offline option, which training's masking does not reproduce. Write "
+                        "masked records (--nodynamic_masking) for it.")
 
   @property
   def num_label_slots(self) -> int:
-    """Length of the masked_lm_* features: doubled by `do_permutation`, as in Google's files."""
+    """Length of the masked_lm_* features: doubled by `do_permutation`, as in Google's files; none when
+    training masks."""
+    if self.dynamic_masking:
+      return 0
     return self.max_predictions_per_seq * (2 if self.do_permutation else 1)
 
   def ngram_cumulative_probabilities(self) -> List[float]:
-    weights = [1.0 / n for n in range(1, self.ngram + 1)]
-    if not self.favor_shorter_ngram:
-      weights.reverse()
-    total, running, cumulative = sum(weights), 0.0, []
-    for weight in weights:
-      running += weight / total
-      cumulative.append(running)
-    return cumulative
+    return ngram_cumulative_probabilities(self.ngram, self.favor_shorter_ngram)
+
+  def masking_recipe(self, vocab: "Vocabulary") -> "MaskingRecipe":
+    """The recipe of these flags with `vocab`'s ids: what `--dynamic_masking` records carry."""
+    return MaskingRecipe(vocab.cls_id, vocab.sep_id, vocab.mask_id, vocab.size, self.masked_lm_prob, self.ngram,
+                         self.favor_shorter_ngram, self.do_whole_word_mask)
+
+
+# The feature of unmasked records that holds their `MaskingRecipe`, and the scale of its masked_lm_prob.
+MASKING_RECIPE_FEATURE = "masking_recipe"
+MASKING_RECIPE_VALUES = 8
+_PROBABILITY_SCALE = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingRecipe:
+  """How training masks unmasked (`--dynamic_masking`) records: the data tool's masking flags and the ids
+  masking needs. Every such record carries it as the int64 feature `masking_recipe`, so that files say
+  which kind they are and how to mask them (about 30 bytes a record).
+  """
+
+  cls_id: int
+  sep_id: int
+  mask_id: int
+  vocab_size: int  # random replacements are drawn from [0, vocab_size), as Google's are
+  masked_lm_prob: float
+  ngram: int
+  favor_shorter_ngram: bool
+  do_whole_word_mask: bool
+
+  def to_values(self) -> List[int]:
+    return [self.cls_id, self.sep_id, self.mask_id, self.vocab_size,
+            round(self.masked_lm_prob * _PROBABILITY_SCALE), self.ngram, int(self.favor_shorter_ngram),
+            int(self.do_whole_word_mask)]
+
+  @classmethod
+  def from_values(cls, values: Sequence[int]) -> "MaskingRecipe":
+    if len(values) != MASKING_RECIPE_VALUES:
+      raise ValueError(f"a masking recipe has {MASKING_RECIPE_VALUES} values, got {len(values)}")
+    cls_id, sep_id, mask_id, vocab_size, probability, ngram, favor_shorter, whole_word = (int(v) for v in values)
+    if not (max(cls_id, sep_id, mask_id) < vocab_size and min(cls_id, sep_id, mask_id) >= 0 and ngram >= 1
+            and 0 <= probability < _PROBABILITY_SCALE):
+      raise ValueError(f"values out of range: {list(values)}")
+    return cls(cls_id, sep_id, mask_id, vocab_size, probability / _PROBABILITY_SCALE, ngram, bool(favor_shorter),
+               bool(whole_word))
+
+  def ngram_cumulative_probabilities(self) -> List[float]:
+    return ngram_cumulative_probabilities(self.ngram, self.favor_shorter_ngram)
+
+
+def ngram_cumulative_probabilities(ngram: int, favor_shorter_ngram: bool) -> List[float]:
+  """Cumulative probabilities of n-gram sizes 1..ngram: ∝ 1/n, or reversed."""
+  weights = [1.0 / n for n in range(1, ngram + 1)]
+  if not favor_shorter_ngram:
+    weights.reverse()
+  total, running, cumulative = sum(weights), 0.0, []
+  for weight in weights:
+    running += weight / total
+    cumulative.append(running)
+  return cumulative
 
 
 class Vocabulary(NamedTuple):
@@ -290,7 +353,7 @@ def create_masked_lm_predictions(tokens: List[int], segment_ids: List[int], sent
   """Google's `create_masked_lm_predictions`: n-gram masking with 80% [MASK], 10% kept, 10% random."""
   words, boundary = _word_groups(tokens, options, vocab)
   output = list(tokens)
-  if options.masked_lm_prob == 0:
+  if options.masked_lm_prob == 0 or options.dynamic_masking:
     return Instance(output, segment_ids, boundary, [], [], sentence_order_label)
   num_to_predict = min(options.max_predictions_per_seq,
                        max(1, int(round(len(tokens) * options.masked_lm_prob))))

@@ -224,7 +224,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
     counters = beam_support.counter_totals(pipeline.result)
     summaries = {}
     for split in splits:
-      summary = DataSummary(output_files=shards[split])
+      summary = DataSummary(output_files=shards[split], dynamic_masking=options.dynamic_masking)
       for field in DataSummary.COUNTS + ("documents",):
         setattr(summary, field, counters.get(f"{split}.{field}", 0))
       if not summary.documents:

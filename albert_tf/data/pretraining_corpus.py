@@ -69,6 +69,7 @@ class DataSummary:
   masked_random: int = 0
   sop_label_1: int = 0
   output_files: Sequence[str] = ()
+  dynamic_masking: bool = False  # unmasked records: training masks them
 
   COUNTS = ("instances", "tokens", "masked", "masked_as_mask_token", "masked_kept", "masked_random", "sop_label_1")
 
@@ -94,12 +95,15 @@ class DataSummary:
 
   def lines(self) -> List[str]:
     masked = max(1, self.masked)
+    masking = (f"mask rate: {self.mask_rate:.4f} of non-special tokens; [MASK] / kept / random: "
+               f"{self.masked_as_mask_token / masked:.3f} / {self.masked_kept / masked:.3f} / "
+               f"{self.masked_random / masked:.3f}")
+    if self.dynamic_masking:
+      masking = "masking: none written (--dynamic_masking); training masks every epoch afresh"
     return [
         f"instances: {self.instances:,} from {self.documents:,} documents",
         f"tokens: {self.tokens:,} (mean sequence length {self.tokens / max(1, self.instances):.2f})",
-        f"mask rate: {self.mask_rate:.4f} of non-special tokens; [MASK] / kept / random: "
-        f"{self.masked_as_mask_token / masked:.3f} / {self.masked_kept / masked:.3f} / "
-        f"{self.masked_random / masked:.3f}",
+        masking,
         f"SOP balance: label 1 (swapped or random document) {self.sop_label_1 / max(1, self.instances):.4f}",
         "output: " + ", ".join(self.output_files),
     ]
@@ -178,7 +182,8 @@ class InstanceMaker:
     self.options = options
     self.seed = seed
     self.vocab = vocabulary_of(tokenizer)
-    self.encoder = ExampleEncoder(options.max_seq_length, options.num_label_slots, tokenizer.vocab_size)
+    self.encoder = ExampleEncoder(options.max_seq_length, options.num_label_slots, tokenizer.vocab_size,
+                                  options.masking_recipe(self.vocab) if options.dynamic_masking else None)
 
   def plan(self, split: str, pass_index: int, document_index: int, document: Sequence[List[int]],
            num_documents: int) -> List[SegmentPair]:

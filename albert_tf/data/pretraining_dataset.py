@@ -16,6 +16,11 @@ pipeline, and can start at any example. The records each file gave before that e
 read, and skipped where the file is opened. Training resumes exactly from that position, since the
 iterator of a distributed dataset cannot be checkpointed and `skip` on the merged stream would re-read
 everything already consumed. Evaluation reads one epoch of the same stream.
+
+Files hold masked records (Google's) or unmasked ones (`--dynamic_masking`), whose recipe the caller passes
+(`check_pretraining_records` reads it). Unmasked records are masked per example with stateless draws of
+(seed, input pipeline, epoch, index in the epoch), so they too are a pure function of the position in the
+stream.
 """
 
 import bisect
@@ -25,7 +30,9 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.data import input_streams
-from albert_tf.data.record_files import FEATURE_KINDS, count_records, feature_lengths
+from albert_tf.data.dynamic_masking import DynamicMasker
+from albert_tf.data.instances import MASKING_RECIPE_FEATURE, MaskingRecipe
+from albert_tf.data.record_files import MASKED_FEATURES, UNMASKED_FEATURES, count_records, feature_lengths
 from albert_tf.errors import DataError, OptionError
 from albert_tf.files import expand_input_patterns
 
@@ -45,6 +52,7 @@ _FILE_ORDER_STREAM = 0
 _PHASE_STREAM = 1
 _ROUND_STREAM = 2
 _WINDOW_STREAM = 3
+_MASKING_STREAM = 4
 
 # The read buffers of an input pipeline, split among the files it reads at once: TF's default, 256 KiB a
 # file, would grow with their number. Each file keeps at least 64 KiB, so that reads stay large.
@@ -145,7 +153,7 @@ class _InterleavedEpochs:
         lambda index, window: tf.random.experimental.stateless_shuffle(
             window, input_streams.stream_seed(self.seed, _WINDOW_STREAM, epoch, index)))
     # Prefetching the next window lets the interleave run beside the batching and parsing downstream.
-    return windows.prefetch(1).unbatch().skip(offset % self.window)
+    return windows.prefetch(1).unbatch().skip(offset % self.window).enumerate(start=offset)
 
   def locate(self, start_example: int) -> Tuple[int, np.int64, np.ndarray, np.int64, np.int64]:
     """Where the epoch holding example `start_example` starts reading (see `epoch_records`); runs eagerly."""
@@ -173,14 +181,18 @@ class _InterleavedEpochs:
     return epoch, np.int64(offset), file_skips, np.int64(first_round), np.int64(round_skip)
 
   def records(self, start_example: int = 0, num_epochs: int = -1) -> tf.data.Dataset:
-    """The stream from `start_example` on: the rest of its epoch, then `num_epochs` - 1 more, or all (-1)."""
+    """The stream from `start_example` on: the rest of its epoch, then `num_epochs` - 1 more, or all (-1).
+
+    Its elements are (epoch, index of the record in the epoch, serialized record).
+    """
     epoch, *located = self.locate(start_example)
     from_the_start = (np.int64(0), np.zeros(self.files_per_epoch, np.int64), np.int64(0), np.int64(0))
     # One dataset function for every epoch, the first included: each is traced once.
     starts = tf.data.Dataset.from_tensors(tuple(located)).concatenate(
         tf.data.Dataset.from_tensors(from_the_start).repeat())
     epochs = tf.data.Dataset.zip(tf.data.Dataset.counter(epoch), starts).take(num_epochs)
-    return epochs.flat_map(lambda epoch, start: self.epoch_records(epoch, *start))
+    return epochs.flat_map(lambda epoch, start: self.epoch_records(epoch, *start).map(
+        lambda index, record: (epoch, index, record)))
 
 
 def _nonempty_files(files: List[str], record_counts: Dict[str, int]) -> Tuple[List[str], List[int]]:
@@ -202,7 +214,8 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
                         seed: int = 0,
                         shuffle_window: int = 1024,
                         start_example: int = 0,
-                        record_counts: Optional[Dict[str, int]] = None) -> tf.data.Dataset:
+                        record_counts: Optional[Dict[str, int]] = None,
+                        masking_recipe: Optional[MaskingRecipe] = None) -> tf.data.Dataset:
   """Batches of pretraining inputs read from TFRecord files.
 
   Each epoch reads all the files (of this input pipeline) at once, every file in proportion to its
@@ -213,15 +226,18 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
   The stream is a function of the files, their record counts, `seed`, `shuffle_window` and the input
   pipeline alone, the same in every run. `start_example=n` yields exactly what `start_example=0` yields
   after its first n examples, reading no record before the shuffle window that holds the position, so
-  training resumes exactly and at once after a crash. This function runs small TensorFlow computations
-  eagerly (to count records and find the start), so call it eagerly, as
+  training resumes exactly and at once after a crash. Unmasked records are masked here (`DynamicMasker`)
+  with the recipe they carry, each example with draws of (`seed`, input pipeline, epoch, its index in the
+  epoch): new masks every epoch, the same masks for the same seed, the same after a resume. This function
+  runs small TensorFlow computations eagerly (to count records and find the start), so call it eagerly, as
   `distribute_datasets_from_function` does. A pipeline keeps all the files of its epoch open at once.
 
   Args:
     input_patterns: comma-separated files or globs, or a list of such strings (see
       `expand_input_patterns`).
     max_seq_length: length of `input_ids`, `input_mask` and `segment_ids` in the files.
-    max_predictions_per_seq: length of the `masked_lm_*` features in the files.
+    max_predictions_per_seq: length of the `masked_lm_*` features in masked files; for unmasked files
+      (`--dynamic_masking`), the most positions masking picks per sequence.
     batch_size: the per-replica batch size, e.g. `input_context.get_per_replica_batch_size(global)`.
       The last partial batch is dropped so that every shape is static.
     is_training: repeat forever (True), or read one epoch (False).
@@ -236,6 +252,9 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
     record_counts: the number of records of each file by path (see `count_records`, whose cache spares
       a long job the counting on every restart); counted here when not given. Files without records are
       left out.
+    masking_recipe: for unmasked records (`--dynamic_masking`), the recipe they carry, which
+      `check_pretraining_records` returns; None for masked records. It is passed in rather than read here,
+      so that a resumed stream reads no record before its window.
 
   Returns:
     A dataset of dicts: int32 `input_word_ids`, `input_mask`, `input_type_ids` `[batch, max_seq_length]`;
@@ -259,19 +278,51 @@ def pretraining_dataset(input_patterns: Union[str, Sequence[str]],
     epochs = _InterleavedEpochs(files, counts, seed, shuffle_window, num_pipelines, pipeline_id)
     dataset = epochs.records(start_example) if is_training else epochs.records(num_epochs=1)
 
-  lengths = feature_lengths(max_seq_length, max_predictions_per_seq)
-  feature_spec = {
-      name: tf.io.FixedLenFeature([lengths[name]], tf.float32 if kind == "float_list" else tf.int64)
-      for name, (kind, _) in FEATURE_KINDS.items()}
+  if masking_recipe is None:
+    parse = _masked_records_parser(max_seq_length, max_predictions_per_seq)
+  else:
+    parse = _unmasked_records_parser(
+        max_seq_length, DynamicMasker(masking_recipe, max_seq_length, max_predictions_per_seq,
+                                      input_streams.stream_seed(seed, _MASKING_STREAM, pipeline_id)))
 
-  def parse(serialized):
-    features = tf.io.parse_example(serialized, feature_spec)
-    batch = {output: tf.cast(features[name], tf.float32 if name == "masked_lm_weights" else tf.int32)
-             for name, output in _OUTPUT_NAMES.items()}
-    batch["sentence_order_labels"] = tf.cast(features["next_sentence_labels"][:, 0], tf.int32)
-    return batch
-
-  # Parsing whole batches is faster than parsing records one by one.
+  # Parsing (and masking) whole batches is faster than one record at a time.
   dataset = dataset.batch(batch_size, drop_remainder=True)
   dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _parsing_spec(features: dict, lengths: Dict[str, int]) -> Dict[str, tf.io.FixedLenFeature]:
+  return {name: tf.io.FixedLenFeature([lengths[name]], tf.float32 if kind == "float_list" else tf.int64)
+          for name, (kind, _) in features.items()}
+
+
+def _model_inputs(features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+  batch = {output: tf.cast(features[name], tf.float32 if name == "masked_lm_weights" else tf.int32)
+           for name, output in _OUTPUT_NAMES.items()}
+  batch["sentence_order_labels"] = tf.cast(features["next_sentence_labels"][:, 0], tf.int32)
+  return batch
+
+
+def _masked_records_parser(max_seq_length: int, max_predictions_per_seq: int):
+  spec = _parsing_spec(MASKED_FEATURES, feature_lengths(max_seq_length, max_predictions_per_seq))
+
+  def parse(epochs, indices, serialized):
+    del epochs, indices
+    return _model_inputs(tf.io.parse_example(serialized, spec))
+
+  return parse
+
+
+def _unmasked_records_parser(max_seq_length: int, masker: DynamicMasker):
+  spec = _parsing_spec(UNMASKED_FEATURES, feature_lengths(max_seq_length, masker.max_predictions_per_seq,
+                                                          masked=False))
+  del spec[MASKING_RECIPE_FEATURE]  # the same in every record: the caller has read it
+
+  def parse(epochs, indices, serialized):
+    features = {name: tf.cast(value, tf.int32) for name, value in tf.io.parse_example(serialized, spec).items()}
+    (features["input_ids"], features["masked_lm_positions"], features["masked_lm_ids"],
+     features["masked_lm_weights"]) = masker(features["input_ids"], features["input_mask"],
+                                             features["token_boundary"], epochs, indices)
+    return _model_inputs(features)
+
+  return parse

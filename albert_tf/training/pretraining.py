@@ -21,11 +21,14 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.data import pretraining_dataset
 from albert_tf.data import record_files
+from albert_tf.data import dynamic_masking
+from albert_tf.data.instances import MaskingRecipe
 from albert_tf.errors import OptionError, TrainingError
 from albert_tf.files import expand_input_patterns
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -87,6 +90,22 @@ def _assign_pairs(targets: List[tf.Variable], sources: List[tf.Variable], where:
     target.assign(source)
 
 
+def _check_masking_recipe(recipe: MaskingRecipe, options: PretrainingOptions):
+  """Unmasked records: their vocabulary must fit the model and the cap the sequence; a cap below Google's 15% is
+  worth a warning."""
+  dynamic_masking.check_max_predictions(options.max_seq_length, options.max_predictions_per_seq)
+  if recipe.vocab_size > options.albert_config.vocab_size:
+    raise OptionError(f"The input records were written with a vocabulary of {recipe.vocab_size} pieces, and "
+                      f"masking replaces tokens by ids up to it; the config's vocab_size is "
+                      f"{options.albert_config.vocab_size}.")
+  wanted = round(recipe.masked_lm_prob * options.max_seq_length)
+  if options.max_predictions_per_seq < wanted:
+    logging.warning("--max_predictions_per_seq=%d is below masked_lm_prob × max_seq_length = %d: full-length "
+                    "sequences will have %.1f%% of their tokens masked, not %.0f%%.", options.max_predictions_per_seq,
+                    wanted, 100.0 * options.max_predictions_per_seq / options.max_seq_length,
+                    100 * recipe.masked_lm_prob)
+
+
 class Pretraining:
   """One pretraining run: the model, optimizer, checkpoints and loops of `PretrainingOptions`.
 
@@ -107,8 +126,10 @@ class Pretraining:
                         f"{o.albert_config.max_position_embeddings} of the config.")
     self.train_files = expand_input_patterns(o.input_file) if o.do_train else []
     self.eval_files = expand_input_patterns(o.eval_input_file or o.input_file) if o.do_eval else []
-    record_files.check_pretraining_records(
+    self.masking_recipe = record_files.check_pretraining_records(
         sorted(set(self.train_files + self.eval_files)), o.max_seq_length, o.max_predictions_per_seq)
+    if self.masking_recipe is not None:
+      _check_masking_recipe(self.masking_recipe, o)
     run_directory.check_run_directory(o.output_dir, o.albert_config)
 
     with strategy.scope():
@@ -186,7 +207,7 @@ class Pretraining:
       return pretraining_dataset.pretraining_dataset(
           self.train_files, o.max_seq_length, o.max_predictions_per_seq,
           context.get_per_replica_batch_size(o.train_batch_size), is_training=True, input_context=context,
-          seed=o.random_seed, start_example=start, record_counts=counts)
+          seed=o.random_seed, start_example=start, record_counts=counts, masking_recipe=self.masking_recipe)
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 
@@ -201,7 +222,7 @@ class Pretraining:
       return pretraining_dataset.pretraining_dataset(
           self.eval_files, o.max_seq_length, o.max_predictions_per_seq,
           context.get_per_replica_batch_size(o.eval_batch_size), is_training=False, input_context=context,
-          seed=o.random_seed, record_counts=counts)
+          seed=o.random_seed, record_counts=counts, masking_recipe=self.masking_recipe)
 
     return self.strategy.distribute_datasets_from_function(dataset_fn)
 

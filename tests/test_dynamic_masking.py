@@ -1,0 +1,272 @@
+"""Dynamic masking: unmasked records from create_pretraining_data --dynamic_masking, masked in the input
+pipeline afresh every epoch, reproducibly and exactly after a resume. Google's statistics are checked in
+test_pretraining_writer.test_statistics_match_google."""
+
+import collections
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf.data import pretraining_writer
+from albert_tf.data.dynamic_masking import DynamicMasker
+from albert_tf.data.example_encoding import UNMASKED_FEATURE_NAMES
+from albert_tf.data.instances import InstanceOptions, MaskingRecipe
+from albert_tf.data.pretraining_dataset import pretraining_dataset
+from albert_tf.data.record_files import check_pretraining_records, count_records
+from albert_tf.errors import DataError, OptionError
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.training import distribution, pretraining
+from conftest import REPO, SHARED, SP8K_MODEL, kill_once_a_checkpoint_is_written, requires_shared
+
+pytestmark = requires_shared(SP8K_MODEL)
+CORPUS = os.path.join(SHARED, "corpus")
+SEQ, PREDICTIONS = 64, 10
+CLS, SEP, MASK = 2, 3, 4
+
+
+def write(directory, dynamic, dupe_factor=1, corpus="ko_law.txt", **options):
+  outputs = [str(directory / "a.tfrecord"), str(directory / "b.tfrecord")]
+  summaries = pretraining_writer.create_pretraining_data(
+      [os.path.join(CORPUS, corpus)], outputs, pretraining_writer.TokenizerSpec(SP8K_MODEL),
+      InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, dynamic_masking=dynamic, **options),
+      dupe_factor=dupe_factor, random_seed=7, progress=False)
+  return outputs, summaries["train"]
+
+
+@pytest.fixture(scope="module")
+def unmasked(tmp_path_factory):
+  """Two shards of unmasked Korean records (one pass) and their recipe."""
+  outputs, _ = write(tmp_path_factory.mktemp("unmasked"), dynamic=True)
+  return outputs, check_pretraining_records(outputs, SEQ, PREDICTIONS)
+
+
+def features_of(path):
+  for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
+    yield tf.train.Example.FromString(raw).features.feature
+
+
+def test_unmasked_records_are_the_masked_ones_before_masking(tmp_path):
+  """Same seed and flags: the same pairs, truncations and order; only the masking differs."""
+  masked, masked_summary = write(tmp_path / "masked", dynamic=False)
+  unmasked, summary = write(tmp_path / "unmasked", dynamic=True)
+  assert (summary.instances, summary.tokens, summary.sop_label_1) == (
+      masked_summary.instances, masked_summary.tokens, masked_summary.sop_label_1)
+  assert "training masks every epoch" in "\n".join(summary.lines()) and summary.masked == 0
+  recipe = MaskingRecipe(CLS, SEP, MASK, 8000, 0.15, 3, True, True)
+  for masked_path, unmasked_path in zip(masked, unmasked):
+    pairs = list(zip(features_of(masked_path), features_of(unmasked_path), strict=True))
+    assert len(pairs) > 100
+    for before, after in pairs:
+      assert sorted(after) == sorted(UNMASKED_FEATURE_NAMES)
+      assert MaskingRecipe.from_values(after["masking_recipe"].int64_list.value) == recipe
+      ids = np.array(before["input_ids"].int64_list.value)
+      weights = np.array(before["masked_lm_weights"].float_list.value) > 0
+      ids[np.array(before["masked_lm_positions"].int64_list.value)[weights]] = np.array(
+          before["masked_lm_ids"].int64_list.value)[weights]
+      assert ids.tolist() == list(after["input_ids"].int64_list.value)
+      for name in ("input_mask", "segment_ids", "token_boundary", "next_sentence_labels"):
+        assert before[name] == after[name], name
+  # One pass of unmasked records takes less than one pass of masked ones.
+  assert sum(map(os.path.getsize, unmasked)) < sum(map(os.path.getsize, masked))
+
+
+def masks_by_record(batches):
+  """{the record's unmasked ids: [(masked positions, masked input ids) each time it was read]}."""
+  masks = collections.defaultdict(list)
+  for batch in batches.as_numpy_iterator():
+    for ids, positions, labels, weights in zip(batch["input_word_ids"], batch["masked_lm_positions"],
+                                               batch["masked_lm_ids"], batch["masked_lm_weights"]):
+      used = weights > 0
+      original = ids.copy()
+      original[positions[used]] = labels[used]
+      masks[original.tobytes()].append((positions[used].tolist(), ids.tolist()))
+  return masks
+
+
+def stream(records, recipe, batch_size=4, **kwargs):
+  kwargs.setdefault("seed", 11)
+  return pretraining_dataset(records, SEQ, PREDICTIONS, batch_size, record_counts=count_records(records),
+                             masking_recipe=recipe, **kwargs)
+
+
+def test_new_masks_every_epoch_the_same_for_the_same_seed(unmasked):
+  records, recipe = unmasked
+  num_records = sum(count_records(records).values())
+  epochs = num_records * 2 // 4  # batches of 4: two epochs, nearly
+  twice = masks_by_record(stream(records, recipe).take(epochs))
+  again = masks_by_record(stream(records, recipe).take(epochs))
+  assert twice == again
+  read_twice = [masks for masks in twice.values() if len(masks) == 2]
+  assert len(read_twice) > 0.9 * num_records
+  # Another epoch, other masks: the positions of a record differ in nearly every case (short sequences can
+  # draw the same ones).
+  assert sum(first[0] != second[0] for first, second in read_twice) > 0.9 * len(read_twice)
+  # The same also when every epoch reads the records in the same order (one file, no shuffle): the
+  # epoch, not only the record's place, draws the masks.
+  unshuffled = masks_by_record(stream(records[:1], recipe, shuffle_window=1).take(
+      count_records(records[:1])[records[0]] * 2 // 4))
+  in_order_twice = [masks for masks in unshuffled.values() if len(masks) == 2]
+  assert sum(first[0] != second[0] for first, second in in_order_twice) > 0.9 * len(in_order_twice) > 50
+  other_seed = masks_by_record(stream(records, recipe, seed=12).take(epochs // 2))
+  first_epoch = {record: masks[0] for record, masks in twice.items()}
+  assert sum(masks[0] != first_epoch[record] for record, masks in other_seed.items()) > 0.9 * len(other_seed)
+  # Evaluation reads training's first epoch: the same masks every time.
+  evaluation = masks_by_record(stream(records, recipe, is_training=False))
+  assert evaluation == masks_by_record(stream(records, recipe, is_training=False))
+  assert evaluation == masks_by_record(stream(records, recipe).take(num_records // 4))
+
+
+def test_a_resumed_stream_draws_the_same_masks(unmasked):
+  """Started mid-epoch in the second epoch, at a position that is not a multiple of the batch: the batches of
+  the uninterrupted stream after that position, masks included."""
+  records, recipe = unmasked
+  num_records = sum(count_records(records).values())
+  start = num_records + 37
+  whole = [batch for batch in stream(records, recipe, batch_size=1).skip(start).take(24).as_numpy_iterator()]
+  resumed = list(stream(records, recipe, batch_size=1, start_example=start).take(24).as_numpy_iterator())
+  for expected, actual in zip(whole, resumed, strict=True):
+    for name in expected:
+      np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+
+
+def test_masks_do_not_depend_on_the_batch(unmasked):
+  """Batches of one, and of 8 of which one holds the end of an epoch and the start of the next (the numbers of
+  a batch of consecutive examples are drawn at once, those of the others example by example)."""
+  records, recipe = unmasked
+  start = sum(count_records(records).values()) - 20
+  by_one = masks_by_record(stream(records, recipe, batch_size=1, start_example=start).take(48))
+  by_eight = masks_by_record(stream(records, recipe, batch_size=8, start_example=start).take(6))
+  assert by_one == by_eight
+
+
+def test_masker_follows_googles_rules_on_a_made_up_batch():
+  """[CLS]/[SEP]/padding never masked; the budget min(max_predictions_per_seq, round(len × p)) as Python
+  computes it (30 × 0.15 = 4.5 rounds to 4, half to even; 190 × 0.15 is 28.5 in float64, 28.500002 in
+  float32); whole words by token_boundary."""
+  recipe = MaskingRecipe(CLS, SEP, MASK, 50, 0.15, 3, True, True)
+  length = 200
+  masker = DynamicMasker(recipe, length, 29, seed=[3, 0])
+  lengths = (10, 30, 190, 200, 100)
+  ids, boundary = np.zeros([5, length], np.int32), np.zeros([5, length], np.int32)
+  mask = np.zeros([5, length], np.int32)
+  rng = np.random.default_rng(0)
+  for row, real in enumerate(lengths):
+    middle = real // 2
+    ids[row, :real] = rng.integers(10, 50, real)
+    ids[row, [0, middle, real - 1]] = [CLS, SEP, SEP]
+    # Single-piece words fill the budget exactly; the last row has words of several pieces.
+    boundary[row, :real] = rng.random(real) < 0.6 if row == 4 else 1
+    boundary[row, [0, middle, real - 1]] = 1
+    mask[row, :real] = 1
+  epochs, indices = tf.zeros([5], tf.int64), tf.range(5, dtype=tf.int64)
+  masked_ids, positions, labels, weights = (t.numpy() for t in masker(ids, mask, boundary, epochs, indices))
+  assert weights.sum(axis=1)[:4].tolist() == [2, 4, 28, 29] and 0 < weights[4].sum() <= 15
+  for row in range(5):
+    used = positions[row][weights[row] > 0]
+    unused = np.setdiff1d(np.arange(length), used)
+    assert (np.diff(used) > 0).all() and (labels[row][weights[row] > 0] == ids[row, used]).all()
+    assert not np.isin(ids[row, used], [CLS, SEP]).any() and mask[row, used].all()
+    assert (masked_ids[row][unused] == ids[row][unused]).all()
+    # Whole words: the pieces of a word are masked together.
+    word_of = np.cumsum(boundary[row] * ~np.isin(ids[row], [CLS, SEP]))
+    for position in used:
+      word = np.flatnonzero((word_of == word_of[position]) & ~np.isin(ids[row], [CLS, SEP]) & (mask[row] > 0))
+      assert np.isin(word, used).all()
+  # Without masked_lm_prob, nothing; a cap longer than the sequence is refused.
+  none = DynamicMasker(MaskingRecipe(CLS, SEP, MASK, 50, 0.0, 3, True, True), length, 6, seed=[3, 0])
+  assert none(ids, mask, boundary, epochs, indices)[3].numpy().sum() == 0
+  with pytest.raises(OptionError, match="max_predictions_per_seq must be in \\[1, --max_seq_length=200\\]"):
+    DynamicMasker(recipe, length, 201, seed=[3, 0])
+
+
+def test_the_input_files_must_be_of_one_kind_and_fit_the_model(unmasked, tmp_path):
+  records, recipe = unmasked
+  masked, _ = write(tmp_path / "masked", dynamic=False)
+  with pytest.raises(DataError, match=r"a\.tfrecord holds masked records, but .*a\.tfrecord unmasked, to be "
+                     r"masked with MaskingRecipe\(cls_id=2"):
+    check_pretraining_records([records[0], masked[0]], SEQ, PREDICTIONS)
+  # A different recipe is another kind too.
+  trigram_free, _ = write(tmp_path / "ngram1", dynamic=True, ngram=1)
+  with pytest.raises(DataError, match="ngram=1.*ngram=3|ngram=3.*ngram=1"):
+    check_pretraining_records([records[0], trigram_free[0]], SEQ, PREDICTIONS)
+  with pytest.raises(DataError, match="'input_ids' has 64 values, expected --max_seq_length=128"):
+    check_pretraining_records(records, 128, PREDICTIONS)
+  # A recipe that is not one.
+  broken = tmp_path / "broken.tfrecord"
+  with tf.io.TFRecordWriter(str(broken)) as writer:
+    for features in features_of(records[0]):
+      features["masking_recipe"].int64_list.value[5] = 0  # ngram 0
+      writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+      break
+  with pytest.raises(DataError, match="broken.tfrecord: feature 'masking_recipe' is not a masking recipe"):
+    check_pretraining_records([str(broken)], SEQ, PREDICTIONS)
+
+  strategy = distribution.get_strategy("one_device")
+  config = dict(vocab_size=6000, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                embedding_size=16, max_position_embeddings=SEQ)
+  options = lambda **changes: pretraining.PretrainingOptions(**dict(
+      dict(input_file=",".join(records), output_dir=str(tmp_path / "run"),
+           albert_config=albert_tf.AlbertConfig(**config), max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS),
+      **changes))
+  with pytest.raises(OptionError, match="vocabulary of 8000 pieces.*vocab_size is 6000"):
+    pretraining.Pretraining(options(), strategy)
+  with pytest.raises(OptionError, match="max_predictions_per_seq must be in \\[1, --max_seq_length=64\\]"):
+    pretraining.Pretraining(options(albert_config=albert_tf.AlbertConfig(**dict(config, vocab_size=8000)),
+                                    max_predictions_per_seq=65), strategy)
+  assert not (tmp_path / "run").exists()
+  with pytest.raises(OptionError, match="--do_permutation cannot go with --dynamic_masking"):
+    InstanceOptions(dynamic_masking=True, do_permutation=True)
+
+
+WIDE = dict(vocab_size=8000, hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+            embedding_size=16, max_position_embeddings=SEQ)
+
+
+def run_tool(output_dir, config_file, records, *extra):
+  return [sys.executable, os.path.join(REPO, "tools", "run_pretraining.py"), f"--input_file={','.join(records)}",
+          f"--output_dir={output_dir}", f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
+          f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8", "--learning_rate=1e-3",
+          "--num_train_steps=24", "--num_warmup_steps=4", "--save_checkpoints_steps=4", "--iterations_per_loop=1",
+          "--keep_checkpoint_max=10", *extra]
+
+
+def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
+  """create_pretraining_data --dynamic_masking (one pass by default), then run_pretraining on them with no other
+  flag: killed after its first checkpoint and rerun, it ends on the weights of a run that was not."""
+  corpus = tmp_path / "botchan_head.txt"
+  with open(os.path.join(CORPUS, "en_botchan.txt"), encoding="utf-8") as botchan:
+    corpus.write_text("".join(botchan.readlines()[:400]), encoding="utf-8")
+  data = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"), f"--input_file={corpus}",
+       f"--spm_model_file={SP8K_MODEL}",
+       f"--output_file={tmp_path}/train.tfrecord", f"--max_seq_length={SEQ}", "--dynamic_masking",
+       "--num_workers=1"], capture_output=True, text=True, timeout=300)
+  assert data.returncode == 0, data.stderr
+  assert "masking: none written (--dynamic_masking)" in data.stdout and "--max_predictions_per_seq" not in data.stderr
+  records = [str(tmp_path / "train.tfrecord")]
+  one_pass = sum(count_records(records).values())
+  assert 50 < one_pass < 24 * 8 // 2  # 24 steps of 8 read over two epochs: the second one's masks are new
+  config_file = str(tmp_path / "wide.json")
+  albert_tf.AlbertConfig(**WIDE).to_json_file(config_file)
+  straight = subprocess.run(run_tool(tmp_path / "straight", config_file, records), capture_output=True, text=True,
+                            timeout=600)
+  assert straight.returncode == 0, straight.stderr
+  killed_dir = tmp_path / "killed"
+  kill_once_a_checkpoint_is_written(run_tool(killed_dir, config_file, records), killed_dir, "model.ckpt-24")
+  resumed = subprocess.run(run_tool(killed_dir, config_file, records), capture_output=True, text=True, timeout=600)
+  assert resumed.returncode == 0 and "Resuming from" in resumed.stderr, resumed.stderr
+  expected, actual = final_weights(tmp_path / "straight"), final_weights(killed_dir)
+  assert expected.keys() == actual.keys()
+  for name, value in expected.items():
+    np.testing.assert_allclose(actual[name], value, atol=1e-6, rtol=0, err_msg=name)
+
+
+def final_weights(output_dir):
+  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**WIDE))
+  checkpoint_lib.restore_checkpoint(model, str(output_dir))
+  return {v.name: v.numpy() for v in model.variables}
