@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.modeling import checkpoints as checkpoint_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
@@ -84,6 +85,19 @@ def kill_once_a_checkpoint_is_written(command, run_dir, last_checkpoint):
   process.send_signal(signal.SIGKILL)
   process.wait()
   assert not (run_dir / f"{last_checkpoint}.index").exists(), "the run finished before it could be killed"
+
+
+def assert_same_pretrainer_weights(expected_dir, actual_dir, config: dict):
+  """The latest checkpoints of two pretraining runs of `config` hold the same weights, within 1e-6."""
+
+  def weights(directory):
+    model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**config))
+    checkpoint_lib.restore_checkpoint(model, str(directory))
+    return {v.name: v.numpy() for v in model.variables}
+
+  expected, actual = weights(expected_dir), weights(actual_dir)
+  for name, value in expected.items():
+    np.testing.assert_allclose(actual[name], value, atol=1e-6, rtol=0, err_msg=name)
 
 
 def requires_shared(path):

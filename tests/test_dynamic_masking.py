@@ -19,9 +19,9 @@ from albert_tf.data.instances import InstanceOptions, MaskingRecipe
 from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
 from albert_tf.errors import DataError, OptionError
-from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import distribution, pretraining
-from conftest import REPO, SHARED, SP8K_MODEL, kill_once_a_checkpoint_is_written, requires_shared
+from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, kill_once_a_checkpoint_is_written,
+                      requires_shared)
 
 pytestmark = requires_shared(SP8K_MODEL)
 CORPUS = os.path.join(SHARED, "corpus")
@@ -260,13 +260,4 @@ def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
   kill_once_a_checkpoint_is_written(run_tool(killed_dir, config_file, records), killed_dir, "model.ckpt-24")
   resumed = subprocess.run(run_tool(killed_dir, config_file, records), capture_output=True, text=True, timeout=600)
   assert resumed.returncode == 0 and "Resuming from" in resumed.stderr, resumed.stderr
-  expected, actual = final_weights(tmp_path / "straight"), final_weights(killed_dir)
-  assert expected.keys() == actual.keys()
-  for name, value in expected.items():
-    np.testing.assert_allclose(actual[name], value, atol=1e-6, rtol=0, err_msg=name)
-
-
-def final_weights(output_dir):
-  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**WIDE))
-  checkpoint_lib.restore_checkpoint(model, str(output_dir))
-  return {v.name: v.numpy() for v in model.variables}
+  assert_same_pretrainer_weights(tmp_path / "straight", killed_dir, WIDE)

@@ -19,7 +19,8 @@ from albert_tf.errors import TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import distribution, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
-from conftest import REPO, SHARED, SP8K_MODEL, free_ports, kill_once_a_checkpoint_is_written, requires_shared
+from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, free_ports,
+                      kill_once_a_checkpoint_is_written, requires_shared)
 
 pytestmark = requires_shared(SP8K_MODEL)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
@@ -166,12 +167,6 @@ def tool_command(records, output_dir, *extra):
 WIDE = dict(CONFIG, hidden_size=128, intermediate_size=512, num_attention_heads=4)
 
 
-def final_weights(output_dir):
-  model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**WIDE))
-  checkpoint_lib.restore_checkpoint(model, str(output_dir))
-  return {v.name: v.numpy() for v in model.variables}
-
-
 @pytest.fixture(scope="module")
 def straight_run(record_sets, tmp_path_factory):
   """The tool's 40 steps on both record sets without interruption (keeping only the last 3 of its 8
@@ -196,9 +191,7 @@ def assert_resumes_to_the_straight_weights(records, run_dir, straight_run):
   resumed = subprocess.run(tool_command(records, run_dir), capture_output=True, text=True, timeout=600)
   assert resumed.returncode == 0, resumed.stderr
   assert "Resuming from" in resumed.stderr
-  expected, actual = final_weights(straight_run), final_weights(run_dir)
-  for name, value in expected.items():
-    np.testing.assert_allclose(actual[name], value, atol=1e-6, rtol=0, err_msg=name)
+  assert_same_pretrainer_weights(straight_run, run_dir, WIDE)
   return resumed.stderr
 
 
