@@ -261,3 +261,37 @@ def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
   resumed = subprocess.run(run_tool(killed_dir, config_file, records), capture_output=True, text=True, timeout=600)
   assert resumed.returncode == 0 and "Resuming from" in resumed.stderr, resumed.stderr
   assert_same_pretrainer_weights(tmp_path / "straight", killed_dir, WIDE)
+
+
+def benchmark(tmp_path, *flags):
+  corpus = tmp_path / "botchan_head.txt"
+  if not corpus.exists():
+    with open(os.path.join(CORPUS, "en_botchan.txt"), encoding="utf-8") as botchan:
+      corpus.write_text("".join(botchan.readlines()[:400]), encoding="utf-8")
+  config_file = tmp_path / "wide.json"
+  albert_tf.AlbertConfig(**WIDE).to_json_file(str(config_file))
+  arguments = {"input_file": corpus, "spm_model_file": SP8K_MODEL, "albert_config_file": config_file,
+               "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS}
+  arguments.update(flag.lstrip("-").split("=", 1) for flag in flags)
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "benchmark_dynamic_masking.py"),
+       *(f"--{name}={value}" for name, value in arguments.items()), "--dupe_factor=2", "--num_workers=1",
+       "--train_batch_size=8", "--rounds=1", "--warmup_steps=1", "--timed_steps=2", "--input_batches=2"],
+      capture_output=True, text=True, timeout=600)
+
+
+def test_benchmark_prints_its_figures_and_refuses_bad_input(tmp_path):
+  result = benchmark(tmp_path)
+  assert result.returncode == 0, result.stderr
+  for line in ("pre-masked: 2 pass(es)", "dynamic: 1 pass(es)", "disk_ratio_dynamic_to_premasked: ",
+               "input_examples_per_second dynamic: ", "training round 1/1: pre-masked ",
+               "train_speed_ratio_dynamic_to_premasked: "):
+    assert line in result.stdout, (line, result.stdout)
+  # Refused before any data run, or with the data tool's own error: one line each.
+  for flag, message in [("--albert_config_file=/no/config.json", "ALBERT config file not found: /no/config.json"),
+                        (f"--max_seq_length={SEQ * 2}", f"--max_seq_length={SEQ * 2} must be between 3"),
+                        ("--spm_model_file=/no/spm.model",
+                         "create_pretraining_data failed: SentencePiece model not found: /no/spm.model")]:
+    refused = benchmark(tmp_path, flag)
+    assert refused.returncode == 2 and f"error: {message}" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr

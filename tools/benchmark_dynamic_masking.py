@@ -29,12 +29,14 @@ from albert_tf import cli  # pylint: disable=g-bad-import-order
 
 from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
+from albert_tf.errors import AlbertError
 from albert_tf.files import expand_input_patterns
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.pretrainer import AlbertPretrainer
 from albert_tf.training import capacity
 from albert_tf.training import distribution
 from albert_tf.training import loop
+from albert_tf.training import pretraining
 from albert_tf.training.pretraining_objective import PretrainingObjective
 
 FLAGS = flags.FLAGS
@@ -65,11 +67,14 @@ def write_records(inputs, directory, dynamic):
              f"--max_seq_length={FLAGS.max_seq_length}",
              f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq}", f"--num_workers={FLAGS.num_workers}",
              "--dynamic_masking" if dynamic else f"--dupe_factor={FLAGS.dupe_factor}"]
+  print(f"create_pretraining_data: writing {'unmasked' if dynamic else 'masked'} records", flush=True)
   start = time.time()
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   seconds = time.time() - start
   if result.returncode:
-    raise RuntimeError(f"create_pretraining_data failed:\n{result.stderr[-3000:]}")
+    # The data tool's own one-line error, when it stopped on bad input; else its traceback's end.
+    errors = re.findall(r"^error: (.*)$", result.stderr, re.MULTILINE)
+    raise AlbertError(f"create_pretraining_data failed: {errors[-1] if errors else result.stderr[-3000:]}")
   instances = int(re.search(r"^instances: ([\d,]+)", result.stdout, re.MULTILINE).group(1).replace(",", ""))
   return outputs, seconds, sum(os.path.getsize(path) for path in outputs), instances
 
@@ -88,7 +93,10 @@ def input_examples_per_second(files, recipe, counts):
 
 def main(argv):
   del argv
+  # Bad input is refused before the minutes of data runs.
   inputs = expand_input_patterns(FLAGS.input_file)
+  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+  config.check_max_seq_length(FLAGS.max_seq_length)
   work = tempfile.mkdtemp(prefix="albert_dynamic_masking_benchmark-")
   try:
     written = {kind: write_records(inputs, os.path.join(work, kind), kind == "dynamic") for kind in KINDS}
@@ -98,6 +106,7 @@ def main(argv):
     files = {kind: written[kind][0] for kind in KINDS}
     recipes = {kind: check_pretraining_records(files[kind], FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
                for kind in KINDS}
+    pretraining.check_masking_recipe(recipes["dynamic"], config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
     dynamic_size, masked_size = written["dynamic"][2], written["pre-masked"][2]
     print(f"disk_ratio_dynamic_to_premasked: {dynamic_size / masked_size:.3f} (one masked pass: "
           f"{masked_size / FLAGS.dupe_factor / 1e6:.1f} MB)")
@@ -106,7 +115,6 @@ def main(argv):
       rate = input_examples_per_second(files[kind], recipes[kind], counts[kind])
       print(f"input_examples_per_second {kind}: {rate:.0f}")
 
-    config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
     strategy = distribution.get_strategy("one_device")
     objective = PretrainingObjective()
     with loop.run_settings("float32", seed=0), strategy.scope():
@@ -122,9 +130,11 @@ def main(argv):
       return FLAGS.timed_steps * FLAGS.train_batch_size / seconds
 
     rates = {kind: [] for kind in KINDS}
-    for _ in range(FLAGS.rounds):
+    for round_index in range(FLAGS.rounds):
       for kind in KINDS:
         rates[kind].append(examples_per_second(kind))
+      print(f"training round {round_index + 1}/{FLAGS.rounds}: "
+            + ", ".join(f"{kind} {rates[kind][-1]:.1f} examples/s" for kind in KINDS), flush=True)
     for kind in KINDS:
       print(f"train_examples_per_second {kind}: {' '.join(f'{rate:.1f}' for rate in rates[kind])} (median "
             f"{statistics.median(rates[kind]):.1f})")

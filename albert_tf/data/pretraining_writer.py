@@ -191,7 +191,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
 
       # 2. Instances of every pass, scattered into shuffle buckets.
       summaries = {split: DataSummary(documents=stores[split].num_documents, output_files=shards[split],
-                                            dynamic_masking=options.dynamic_masking)
+                                      dynamic_masking=options.dynamic_masking)
                    for split in splits}
       buckets = {split: ShuffleBuckets(os.path.join(work_dir, f"buckets-{split}"), pretraining_corpus.bucket_bits(
           pretraining_corpus.estimated_record_bytes(stores[split].num_tokens, dupe_factor, options),

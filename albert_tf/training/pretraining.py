@@ -90,20 +90,19 @@ def _assign_pairs(targets: List[tf.Variable], sources: List[tf.Variable], where:
     target.assign(source)
 
 
-def _check_masking_recipe(recipe: MaskingRecipe, options: PretrainingOptions):
+def check_masking_recipe(recipe: MaskingRecipe, config: AlbertConfig, max_seq_length: int,
+                         max_predictions_per_seq: int):
   """Unmasked records: their vocabulary must fit the model and the cap the sequence; a cap below Google's 15% is
   worth a warning."""
-  dynamic_masking.check_max_predictions(options.max_seq_length, options.max_predictions_per_seq)
-  if recipe.vocab_size > options.albert_config.vocab_size:
+  dynamic_masking.check_max_predictions(max_seq_length, max_predictions_per_seq)
+  if recipe.vocab_size > config.vocab_size:
     raise OptionError(f"The input records were written with a vocabulary of {recipe.vocab_size} pieces, and "
-                      f"masking replaces tokens by ids up to it; the config's vocab_size is "
-                      f"{options.albert_config.vocab_size}.")
-  wanted = round(recipe.masked_lm_prob * options.max_seq_length)
-  if options.max_predictions_per_seq < wanted:
+                      f"masking replaces tokens by ids up to it; the config's vocab_size is {config.vocab_size}.")
+  wanted = round(recipe.masked_lm_prob * max_seq_length)
+  if max_predictions_per_seq < wanted:
     logging.warning("--max_predictions_per_seq=%d is below masked_lm_prob × max_seq_length = %d: full-length "
-                    "sequences will have %.1f%% of their tokens masked, not %.0f%%.", options.max_predictions_per_seq,
-                    wanted, 100.0 * options.max_predictions_per_seq / options.max_seq_length,
-                    100 * recipe.masked_lm_prob)
+                    "sequences will have %.1f%% of their tokens masked, not %.0f%%.", max_predictions_per_seq,
+                    wanted, 100.0 * max_predictions_per_seq / max_seq_length, 100 * recipe.masked_lm_prob)
 
 
 class Pretraining:
@@ -129,7 +128,7 @@ class Pretraining:
     self.masking_recipe = record_files.check_pretraining_records(
         sorted(set(self.train_files + self.eval_files)), o.max_seq_length, o.max_predictions_per_seq)
     if self.masking_recipe is not None:
-      _check_masking_recipe(self.masking_recipe, o)
+      check_masking_recipe(self.masking_recipe, o.albert_config, o.max_seq_length, o.max_predictions_per_seq)
     run_directory.check_run_directory(o.output_dir, o.albert_config)
 
     with strategy.scope():
