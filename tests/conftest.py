@@ -1,23 +1,103 @@
 """Shared fixtures: tiny configs, deterministic random weights, and the shared corpora."""
 
+import contextlib
+import fcntl
+import importlib.util
+import io
 import os
+import pathlib
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from absl import logging as absl_logging
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf import cli
 from albert_tf.modeling import checkpoints as checkpoint_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 SP8K_MODEL = os.path.join(SHARED, "reference", "sp8k_en_ko.model")
+TOOLS = os.path.join(REPO, "tools")
+# The directory of the inputs that `built_once` builds, one per test run; the controller (or a run without
+# xdist) makes it before the workers start, and they inherit it through the environment.
+ARTIFACTS_ENV = "ALBERT_TF_TEST_ARTIFACTS"
+
+
+def pytest_configure(config):
+  if os.environ.get(ARTIFACTS_ENV) is None and not hasattr(config, "workerinput"):
+    os.environ[ARTIFACTS_ENV] = tempfile.mkdtemp(prefix="albert-tf-test-inputs-")
+    config.albert_tf_artifacts = os.environ[ARTIFACTS_ENV]
+
+
+def pytest_unconfigure(config):
+  directory = getattr(config, "albert_tf_artifacts", None)
+  if directory is not None:
+    shutil.rmtree(directory, ignore_errors=True)
+    del os.environ[ARTIFACTS_ENV]
+
+
+def built_once(name: str, build) -> pathlib.Path:
+  """The directory `name`, built by `build(directory)` once per test run, whichever worker asks first (the others
+  wait for it). Tests only read it: a test that changes files copies them to its own `tmp_path` first."""
+  target = pathlib.Path(os.environ[ARTIFACTS_ENV]) / name
+  with open(f"{target}.lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not target.exists():
+      staging = pathlib.Path(f"{target}.partial")
+      shutil.rmtree(staging, ignore_errors=True)
+      staging.mkdir(parents=True)
+      build(staging)
+      staging.rename(target)
+  return target
+
+
+def run_tool(tool, *args, in_process=True, timeout=900, cwd=None, env=None) -> subprocess.CompletedProcess:
+  """Runs a command of the project with `args` and returns its exit status, stdout and stderr.
+
+  `tool` names a script of `tools/` ("run_classifier") or a module ("albert_tf.cli.demo"). By default it runs in
+  this process, through the same `run()` as its command (absl's parsing into fresh flags, the `error:` line and
+  exit status 2 of bad input), so a test pays no second TensorFlow import; `in_process=False` starts a Python
+  process, for tests whose subject is the process itself (kill -9, signals, its environment, what it logs), with
+  the variables of `env` set in its environment (None: unset).
+  A bug's exception propagates as the test's failure, with its traceback.
+  """
+  if tool.startswith("albert_tf."):
+    command = [sys.executable, "-m", tool, *args]
+    spec = importlib.util.find_spec(tool)
+  else:
+    path = os.path.join(TOOLS, f"{tool}.py")
+    command = [sys.executable, path, *args]
+    spec = importlib.util.spec_from_file_location(f"albert_tf_tools.{tool}", path)
+  if not in_process:
+    environment = {name: value for name, value in {**os.environ, **(env or {})}.items() if value is not None}
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=environment)
+  if env:
+    raise ValueError("An environment applies to a new process: pass in_process=False.")
+  stdout, stderr = io.StringIO(), io.StringIO()
+  log_handler = absl_logging.get_absl_handler().python_handler
+  log_stream = log_handler.stream
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(contextlib.redirect_stdout(stdout))
+    stack.enter_context(contextlib.redirect_stderr(stderr))
+    if cwd is not None:
+      stack.enter_context(contextlib.chdir(cwd))
+    log_handler.stream = stderr
+    try:
+      returncode = cli.run_in_process(spec, [spec.origin, *args])
+    finally:
+      log_handler.stream = log_stream
+  return subprocess.CompletedProcess(command, returncode, stdout.getvalue(), stderr.getvalue())
 
 
 def tiny_config(**overrides) -> albert_tf.AlbertConfig:

@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -17,9 +16,8 @@ from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.checkpoints import (CheckpointMismatchError, build_model_for_checkpoint,
                                             restore_available_parts, save_checkpoint)
 from albert_tf.training import pretraining
-from conftest import REPO, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
+from conftest import SP8K_MODEL, padded_batch, randomize, requires_shared, run_tool, tiny_config
 
-TOOL = os.path.join(REPO, "tools", "convert_checkpoint.py")
 TOLERANCE = 1e-4
 OBSERVED_MAX_DIFFS = {}  # printed at the end of the module (pytest -s) for the record
 
@@ -458,10 +456,6 @@ def test_build_model_for_checkpoint_builds_what_the_checkpoint_holds(tmp_path):
 
 # --- The tool, and pretraining from a converted checkpoint ------------------------------------------------
 
-def run_tool(*flags):
-  return subprocess.run([sys.executable, TOOL, *flags], capture_output=True, text=True, timeout=300)
-
-
 @requires_shared(SP8K_MODEL)
 def test_tool_converts_googles_release_layout_and_refuses_to_overwrite(tmp_path):
   config = tiny_config(vocab_size=8000)
@@ -470,7 +464,7 @@ def test_tool_converts_googles_release_layout_and_refuses_to_overwrite(tmp_path)
   shutil.copyfile(SP8K_MODEL, tmp_path / "albert_base" / "30k-clean.model")
   out = tmp_path / "out"
   flags = ["--source_format=google", f"--source={tmp_path / 'albert_base'}", f"--output_dir={out}"]
-  result = run_tool(*flags)
+  result = run_tool("convert_checkpoint", *flags)
   assert result.returncode == 0, result.stderr
   assert f"encoder, masked-LM head, sentence-order head ({len(values)} tensors)" in result.stdout
   assert f"Ignored: 1 global_step, {2 * len(values)} optimizer slots." in result.stdout
@@ -487,7 +481,7 @@ def test_tool_converts_googles_release_layout_and_refuses_to_overwrite(tmp_path)
   np.testing.assert_array_equal(model.masked_lm_head.output_bias.numpy(),
                                 values["cls/predictions/output_bias"])
 
-  again = run_tool(*flags)
+  again = run_tool("convert_checkpoint", *flags)
   assert again.returncode == 2 and "error: " in again.stderr and "already holds model.ckpt" in again.stderr
   assert "Traceback" not in again.stderr
 
@@ -547,7 +541,7 @@ def test_tool_converts_a_hugging_face_folder(tmp_path):
   model.save_pretrained(str(tmp_path / "hf"))
   out = tmp_path / "out"
   flags = ["--source_format=hf", f"--source={tmp_path / 'hf'}", f"--output_dir={out}"]
-  result = run_tool(*flags)
+  result = run_tool("convert_checkpoint", *flags)
   assert result.returncode == 0, result.stderr
   assert "encoder, masked-LM head, sentence-order head" in result.stdout
   assert sorted(os.listdir(out)) == ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
@@ -557,7 +551,7 @@ def test_tool_converts_a_hugging_face_folder(tmp_path):
   converted, _ = build_model_for_checkpoint(config, str(out))
   batch = padded_batch(config.vocab_size)
   assert_close("hf tool", our_outputs(converted, batch), hf_outputs(model, batch))
-  again = run_tool(*flags)
+  again = run_tool("convert_checkpoint", *flags)
   assert again.returncode == 2 and "already holds model.ckpt" in again.stderr and "Traceback" not in again.stderr
 
 

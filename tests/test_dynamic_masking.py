@@ -4,7 +4,6 @@ test_pretraining_writer.test_statistics_match_google."""
 
 import collections
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -20,8 +19,8 @@ from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
 from albert_tf.errors import DataError, OptionError
 from albert_tf.training import distribution, pretraining
-from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, kill_once_a_checkpoint_is_written,
-                      requires_shared)
+from conftest import (SHARED, SP8K_MODEL, TOOLS, assert_same_pretrainer_weights, kill_once_a_checkpoint_is_written,
+                      requires_shared, run_tool)
 
 pytestmark = requires_shared(SP8K_MODEL)
 CORPUS = os.path.join(SHARED, "corpus")
@@ -39,9 +38,21 @@ def write(directory, dynamic, dupe_factor=1, corpus="ko_law.txt", **options):
 
 
 @pytest.fixture(scope="module")
-def unmasked(tmp_path_factory):
-  """Two shards of unmasked Korean records (one pass) and their recipe."""
-  outputs, _ = write(tmp_path_factory.mktemp("unmasked"), dynamic=True)
+def unmasked_run(tmp_path_factory):
+  """Two shards of unmasked Korean records (one pass) and the run's summary."""
+  return write(tmp_path_factory.mktemp("unmasked"), dynamic=True)
+
+
+@pytest.fixture(scope="module")
+def masked_run(tmp_path_factory):
+  """The same run with masking: same seed and flags."""
+  return write(tmp_path_factory.mktemp("masked"), dynamic=False)
+
+
+@pytest.fixture(scope="module")
+def unmasked(unmasked_run):
+  """The unmasked records and their recipe."""
+  outputs, _ = unmasked_run
   return outputs, check_pretraining_records(outputs, SEQ, PREDICTIONS)
 
 
@@ -50,10 +61,10 @@ def features_of(path):
     yield tf.train.Example.FromString(raw).features.feature
 
 
-def test_unmasked_records_are_the_masked_ones_before_masking(tmp_path):
+def test_unmasked_records_are_the_masked_ones_before_masking(masked_run, unmasked_run):
   """Same seed and flags: the same pairs, truncations and order; only the masking differs."""
-  masked, masked_summary = write(tmp_path / "masked", dynamic=False)
-  unmasked, summary = write(tmp_path / "unmasked", dynamic=True)
+  masked, masked_summary = masked_run
+  unmasked, summary = unmasked_run
   assert (summary.instances, summary.tokens, summary.sop_label_1) == (
       masked_summary.instances, masked_summary.tokens, masked_summary.sop_label_1)
   assert "training masks every epoch" in "\n".join(summary.lines()) and summary.masked == 0
@@ -184,9 +195,9 @@ def test_masker_follows_googles_rules_on_a_made_up_batch():
     DynamicMasker(recipe, length, 201, seed=[3, 0])
 
 
-def test_the_input_files_must_be_of_one_kind_and_fit_the_model(unmasked, tmp_path):
+def test_the_input_files_must_be_of_one_kind_and_fit_the_model(unmasked, masked_run, tmp_path):
   records, recipe = unmasked
-  masked, _ = write(tmp_path / "masked", dynamic=False)
+  masked, _ = masked_run
   with pytest.raises(DataError, match=r"a\.tfrecord holds masked records, but .*a\.tfrecord unmasked, to be "
                      r"masked with MaskingRecipe\(cls_id=2"):
     check_pretraining_records([records[0], masked[0]], SEQ, PREDICTIONS)
@@ -227,12 +238,11 @@ WIDE = dict(vocab_size=8000, hidden_size=128, num_hidden_layers=2, num_attention
             embedding_size=16, max_position_embeddings=SEQ)
 
 
-def run_tool(output_dir, config_file, records, *extra):
-  return [sys.executable, os.path.join(REPO, "tools", "run_pretraining.py"), f"--input_file={','.join(records)}",
-          f"--output_dir={output_dir}", f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
-          f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8", "--learning_rate=1e-3",
-          "--num_train_steps=24", "--num_warmup_steps=4", "--save_checkpoints_steps=4", "--iterations_per_loop=1",
-          "--keep_checkpoint_max=10", *extra]
+def pretraining_flags(output_dir, config_file, records):
+  return [f"--input_file={','.join(records)}", f"--output_dir={output_dir}", f"--albert_config_file={config_file}",
+          f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8",
+          "--learning_rate=1e-3", "--num_train_steps=24", "--num_warmup_steps=4", "--save_checkpoints_steps=4",
+          "--iterations_per_loop=1", "--keep_checkpoint_max=10"]
 
 
 def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
@@ -241,11 +251,9 @@ def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
   corpus = tmp_path / "botchan_head.txt"
   with open(os.path.join(CORPUS, "en_botchan.txt"), encoding="utf-8") as botchan:
     corpus.write_text("".join(botchan.readlines()[:400]), encoding="utf-8")
-  data = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"), f"--input_file={corpus}",
-       f"--spm_model_file={SP8K_MODEL}",
-       f"--output_file={tmp_path}/train.tfrecord", f"--max_seq_length={SEQ}", "--dynamic_masking",
-       "--num_workers=1"], capture_output=True, text=True, timeout=300)
+  data = run_tool("create_pretraining_data", f"--input_file={corpus}", f"--spm_model_file={SP8K_MODEL}",
+                  f"--output_file={tmp_path}/train.tfrecord", f"--max_seq_length={SEQ}", "--dynamic_masking",
+                  "--num_workers=1")
   assert data.returncode == 0, data.stderr
   assert "masking: none written (--dynamic_masking)" in data.stdout and "--max_predictions_per_seq" not in data.stderr
   records = [str(tmp_path / "train.tfrecord")]
@@ -253,12 +261,13 @@ def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
   assert 50 < one_pass < 24 * 8 // 2  # 24 steps of 8 read over two epochs: the second one's masks are new
   config_file = str(tmp_path / "wide.json")
   albert_tf.AlbertConfig(**WIDE).to_json_file(config_file)
-  straight = subprocess.run(run_tool(tmp_path / "straight", config_file, records), capture_output=True, text=True,
-                            timeout=600)
+  straight = run_tool("run_pretraining", *pretraining_flags(tmp_path / "straight", config_file, records))
   assert straight.returncode == 0, straight.stderr
   killed_dir = tmp_path / "killed"
-  kill_once_a_checkpoint_is_written(run_tool(killed_dir, config_file, records), killed_dir, "model.ckpt-24")
-  resumed = subprocess.run(run_tool(killed_dir, config_file, records), capture_output=True, text=True, timeout=600)
+  kill_once_a_checkpoint_is_written(
+      [sys.executable, os.path.join(TOOLS, "run_pretraining.py"), *pretraining_flags(killed_dir, config_file, records)],
+      killed_dir, "model.ckpt-24")
+  resumed = run_tool("run_pretraining", *pretraining_flags(killed_dir, config_file, records))
   assert resumed.returncode == 0 and "Resuming from" in resumed.stderr, resumed.stderr
   assert_same_pretrainer_weights(tmp_path / "straight", killed_dir, WIDE)
 
@@ -273,11 +282,10 @@ def benchmark(tmp_path, *flags):
   arguments = {"input_file": corpus, "spm_model_file": SP8K_MODEL, "albert_config_file": config_file,
                "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS}
   arguments.update(flag.lstrip("-").split("=", 1) for flag in flags)
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "benchmark_dynamic_masking.py"),
-       *(f"--{name}={value}" for name, value in arguments.items()), "--dupe_factor=2", "--num_workers=1",
-       "--train_batch_size=8", "--rounds=1", "--warmup_steps=1", "--timed_steps=2", "--input_batches=2"],
-      capture_output=True, text=True, timeout=600)
+  return run_tool(
+      "benchmark_dynamic_masking", *(f"--{name}={value}" for name, value in arguments.items()), "--dupe_factor=2",
+      "--num_workers=1", "--train_batch_size=8", "--rounds=1", "--warmup_steps=1", "--timed_steps=2",
+      "--input_batches=2")
 
 
 def test_benchmark_prints_its_figures_and_refuses_bad_input(tmp_path):

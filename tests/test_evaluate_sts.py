@@ -4,8 +4,6 @@ checkpoint or a Hugging Face folder of one sentence encoder, on STS-B's, KorSTS'
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
 from albert_tf.training import finetuning_objectives, sts_evaluation
-from conftest import REPO, SHARED, SP8K_MODEL, STSB_HEADER, STSB_ROW, randomize_text_sensitive, tiny_config
+from conftest import SHARED, SP8K_MODEL, STSB_HEADER, STSB_ROW, randomize_text_sensitive, run_tool, tiny_config
 
 MAX_SEQ_LENGTH = 32
 CONFIG = tiny_config(vocab_size=8000)
@@ -106,12 +104,7 @@ def check_figures(evaluation_lines, csv_rows, expected):
     assert abs(float(printed_spearman.removeprefix("Spearman: ")) - spearman) <= 5.1e-5, (line, spearman)
 
 
-def run_evaluate_sts(*flags):
-  return subprocess.run([sys.executable, os.path.join(REPO, "tools", "evaluate_sts.py"), *flags],
-                        capture_output=True, text=True, timeout=600)
-
-
-# Each source runs in process on every layout below; the tool runs on two (a subprocess costs 12-16 s).
+# The tool on two sources and layouts; the next test runs each source's embedder on the other layouts.
 @pytest.mark.parametrize("source, data", [("checkpoint", "tsv"), ("hf_folder", "korsts")])
 def test_tool_prints_and_writes_the_correlations_of_each_model_source(sources, source, data):
   root = sources["root"]
@@ -121,7 +114,7 @@ def test_tool_prints_and_writes_the_correlations_of_each_model_source(sources, s
       "tsv": (TSV_FLAGS + [f"--data_dir={root / 'pairs.tsv'}", "--split=test"], TSV_PAIRS),
       "korsts": (["--task_name=korsts", f"--data_dir={root / 'korean'}"], KORSTS_PAIRS)}[data]
   output = root / "results" / f"{source}.csv"
-  result = run_evaluate_sts(*model_flags, *data_flags, f"--output_file={output}")
+  result = run_tool("evaluate_sts", *model_flags, *data_flags, f"--output_file={output}")
   assert result.returncode == 0, result.stderr[-3000:]
   lines = result.stdout.splitlines()
   assert lines[0].startswith(f"{data} ") and f": {len(pairs)} pairs" in lines[0]
@@ -157,8 +150,8 @@ def test_each_model_source_scores_sts_b_and_a_tsv_file(sources, source):
 def test_tool_error_is_one_line_and_writes_nothing(sources):
   # GLUE's test split has no scores: found once the model is loaded and the data read.
   output = sources["root"] / "refused" / "results.csv"
-  result = run_evaluate_sts(*sources["hf_folder"], "--task_name=sts-b", f"--data_dir={sources['root'] / 'glue'}",
-                            "--split=test", f"--output_file={output}")
+  result = run_tool("evaluate_sts", *sources["hf_folder"], "--task_name=sts-b",
+                    f"--data_dir={sources['root'] / 'glue'}", "--split=test", f"--output_file={output}")
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1] == (
       "error: Example 0 has no score: STS evaluation needs scored pairs (is the split unlabeled, as GLUE's test "

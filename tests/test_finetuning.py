@@ -24,8 +24,8 @@ from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
 from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
-from conftest import (GLUE_FILES, REPO, SHARED, SP8K_MODEL, free_ports, kill_once_a_checkpoint_is_written,
-                      requires_shared, write)
+from conftest import (GLUE_FILES, SHARED, SP8K_MODEL, TOOLS, free_ports, kill_once_a_checkpoint_is_written,
+                      requires_shared, run_tool, write)
 
 pytestmark = requires_shared(SP8K_MODEL)
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -505,27 +505,20 @@ def test_bad_input_fails_before_training_and_writes_nothing(glue_dir, tmp_path):
 
 
 def test_tool_refuses_an_unknown_task_with_one_line(tmp_path, glue_dir):
-  base = [sys.executable, os.path.join(REPO, "tools", "run_classifier.py"), f"--data_dir={glue_dir}",
-          f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={tmp_path / 'config.json'}",
-          f"--spm_model_file={SP8K_MODEL}", "--do_train"]
+  base = [f"--data_dir={glue_dir}", f"--output_dir={tmp_path / 'run'}",
+          f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}", "--do_train"]
   albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
-  result = subprocess.run(base + ["--task_name=glue-x"], capture_output=True, text=True, timeout=300)
+  result = run_tool("run_classifier", *base, "--task_name=glue-x")
   assert result.returncode == 2
   assert "error: Unknown task 'glue-x'; the known tasks are cola" in result.stderr
-  result = subprocess.run(base + ["--task_name=rte", "--tsv_label_column=3"], capture_output=True, text=True,
-                          timeout=300)
+  result = run_tool("run_classifier", *base, "--task_name=rte", "--tsv_label_column=3")
   assert result.returncode == 2 and "--tsv_label_column describe a tsv task's files" in result.stderr
   assert not (tmp_path / "run").exists()
 
 
-def run_tool(name, *flags):
-  return subprocess.run([sys.executable, os.path.join(REPO, "tools", name), *flags], capture_output=True, text=True,
-                        timeout=600)
-
-
 def test_run_classifier_tool_trains_evaluates_predicts_and_exports(glue_dir, tmp_path):
   albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
-  result = run_tool("run_classifier.py", "--task_name=MRPC", f"--data_dir={glue_dir}",
+  result = run_tool("run_classifier", "--task_name=MRPC", f"--data_dir={glue_dir}",
                     f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={tmp_path / 'config.json'}",
                     f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={SEQ}", "--do_train", "--do_eval",
                     "--do_predict", "--train_batch_size=2", "--eval_batch_size=2", "--predict_batch_size=2",
@@ -547,13 +540,13 @@ def test_train_sentence_encoder_tool(glue_dir, tmp_path):
             f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
             f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
             "--train_step=2", "--save_checkpoints_steps=2", "--iterations_per_loop=2"]
-  result = run_tool("train_sentence_encoder.py", *common, "--score_range=0,5", "--gradient_accumulation_steps=2",
+  result = run_tool("train_sentence_encoder", *common, "--score_range=0,5", "--gradient_accumulation_steps=2",
                     "--recompute_grad")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "spearman = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   assert json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text()) == {
       "task": "sts-b", "score_range": [0.0, 5.0], "sentence_embedding": {"pooling": "mean", "projection_dim": None}}
-  bad = run_tool("train_sentence_encoder.py", *common, "--score_range=5")
+  bad = run_tool("train_sentence_encoder", *common, "--score_range=5")
   assert bad.returncode == 2 and "error: --score_range takes the lowest and highest score" in bad.stderr
 
 
@@ -562,14 +555,14 @@ def test_benchmark_prepares_splits_and_refuses_a_malformed_ratings_file(tmp_path
   finetune_dir.mkdir()
   (finetune_dir / "a_GroundTruth.tsv").write_text("10\t1.5\tgood\n11\t-2.0\tbad\n12\t0.5\tfine\n", encoding="utf-8")
   (finetune_dir / "b_GroundTruth.tsv").write_text("20\t1.0\tok\n21\t-1.0\n", encoding="utf-8")
-  result = run_tool("benchmark_finetuning.py", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
+  result = run_tool("benchmark_finetuning", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
                     "--prepare_only")
   assert result.returncode == 2
   assert "b_GroundTruth.tsv, line 2: 2 columns; expected id, rating, sentence." in result.stderr
   assert not (tmp_path / "out").exists()  # a.tsv was read and checked, but nothing is written before b's error
 
   (finetune_dir / "b_GroundTruth.tsv").write_text("20\t1.0\tok\n21\t-1.0\tno\n", encoding="utf-8")
-  result = run_tool("benchmark_finetuning.py", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
+  result = run_tool("benchmark_finetuning", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
                     "--prepare_only")
   assert result.returncode == 0, result.stderr[-3000:]
   assert (tmp_path / "out" / "data" / "a" / "test.tsv").read_text(encoding="utf-8") == "10\t1.5\tgood\n"
@@ -585,26 +578,28 @@ def checkpoint_weights(prefix):
 
 
 @pytest.mark.parametrize("tool,task_flags", [
-    ("run_classifier.py", ["--task_name=mrpc", "--dropout_prob=0"]),  # dropout draws differ after a restart
-    ("train_sentence_encoder.py", ["--task_name=sts-b", "--score_range=0,5"]),
+    ("run_classifier", ["--task_name=mrpc", "--dropout_prob=0"]),  # dropout draws differ after a restart
+    ("train_sentence_encoder", ["--task_name=sts-b", "--score_range=0,5"]),
 ])
 def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path, tool, task_flags):
   # Wide enough that a step takes milliseconds, so the kill lands mid-run.
   albert_tf.AlbertConfig(**dict(CONFIG, hidden_size=128, intermediate_size=512, num_attention_heads=4)).to_json_file(
       str(tmp_path / "config.json"))
 
-  def command(output_dir):
-    return [sys.executable, os.path.join(REPO, "tools", tool), *task_flags, f"--data_dir={glue_dir}",
-            f"--output_dir={output_dir}", f"--albert_config_file={tmp_path / 'config.json'}",
-            f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={SEQ}", "--do_train", "--do_eval",
-            "--train_batch_size=2", "--eval_batch_size=2", "--train_step=40", "--save_checkpoints_steps=5",
-            "--iterations_per_loop=1", "--keep_checkpoint_max=20", "--learning_rate=1e-3"]
+  def flags(output_dir):
+    return [*task_flags, f"--data_dir={glue_dir}", f"--output_dir={output_dir}",
+            f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
+            f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
+            "--train_step=40", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
+            "--learning_rate=1e-3"]
 
-  straight = subprocess.run(command(tmp_path / "straight"), capture_output=True, text=True, timeout=600)
+  # Only the killed run needs a process of its own.
+  straight = run_tool(tool, *flags(tmp_path / "straight"))
   assert straight.returncode == 0, straight.stderr[-3000:]
   killed_dir = tmp_path / "killed"
-  kill_once_a_checkpoint_is_written(command(killed_dir), killed_dir, "model.ckpt-40")
-  resumed = subprocess.run(command(killed_dir), capture_output=True, text=True, timeout=600)
+  kill_once_a_checkpoint_is_written([sys.executable, os.path.join(TOOLS, f"{tool}.py"), *flags(killed_dir)],
+                                    killed_dir, "model.ckpt-40")
+  resumed = run_tool(tool, *flags(killed_dir))
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert re.search(r"Resuming from .*model\.ckpt-\d+ at step \d+", resumed.stderr)
   expected, actual = checkpoint_weights(tmp_path / "straight" / "model.ckpt-40"), checkpoint_weights(

@@ -21,7 +21,7 @@ from albert_tf.errors import OptionError
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import capacity, distribution, loop, pretraining, run_directory
-from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, tiny_config
+from conftest import REPO, SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, run_tool, tiny_config
 
 pytestmark = requires_shared(SP8K_MODEL)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
@@ -274,12 +274,11 @@ def test_data_without_sentence_order_keeps_every_pair_in_order_and_the_same_draw
 def test_tool_trains_mlm_only_with_accumulation_and_recomputation(records, tmp_path):
   config_file = tmp_path / "config.json"
   albert_tf.AlbertConfig(**CONFIG).to_json_file(str(config_file))
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "run_pretraining.py"), f"--input_file={records}",
-       f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
-       f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=16", "--gradient_accumulation_steps=4",
-       "--recompute_grad", "--nosentence_order_prediction", "--num_train_steps=2", "--iterations_per_loop=2"],
-      capture_output=True, text=True, timeout=600)
+  result = run_tool(
+      "run_pretraining", f"--input_file={records}", f"--output_dir={tmp_path / 'run'}",
+      f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
+      "--train_batch_size=16", "--gradient_accumulation_steps=4", "--recompute_grad", "--nosentence_order_prediction",
+      "--num_train_steps=2", "--iterations_per_loop=2")
   assert result.returncode == 0, result.stderr
   assert "step 2/2" in result.stderr and "sentence_order" not in result.stderr
 
@@ -302,10 +301,10 @@ def test_largest_fitting_size_doubles_then_bisects():
 
 
 def test_benchmark_measures_peak_memory_in_a_fresh_process(tmp_path):
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "benchmark_pretraining.py"),
-       f"--albert_config_file={os.path.join(REPO, 'configs', 'albert_tiny.json')}", "--max_seq_length=32",
-       "--find_max_micro_batch", "--memory_limit_mb=100000", "--train_batch_size=4", "--micro_batch_ceiling=4",
-       "--recompute_grad"], capture_output=True, text=True, timeout=600)
+  # The tool measures each size in a process of its own: this one only directs.
+  result = run_tool(
+      "benchmark_pretraining", f"--albert_config_file={os.path.join(REPO, 'configs', 'albert_tiny.json')}",
+      "--max_seq_length=32", "--find_max_micro_batch", "--memory_limit_mb=100000", "--train_batch_size=4",
+      "--micro_batch_ceiling=4", "--recompute_grad")
   assert result.returncode == 0, result.stderr
   assert "micro-batch 4: peak" in result.stderr and result.stdout.strip().endswith("max_micro_batch: 4")

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,7 +19,7 @@ from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQu
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import (REPO, SHARED, SP8K_MODEL, corpus_lines, padded_batch, randomize, requires_shared,
+from conftest import (SHARED, SP8K_MODEL, corpus_lines, padded_batch, randomize, requires_shared, run_tool,
                       tiny_config)
 
 SHAPES = {
@@ -74,37 +72,37 @@ def test_hugging_face_outputs_equal_ours(tmp_path, shape):
     np.testing.assert_allclose(value, ours[key], atol=1e-4, rtol=0, err_msg=key)
 
 
-def test_safetensors_file_and_config(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_export(tmp_path_factory):
+  """A pretrainer of `tiny_config` with its initial weights and its folder, which the tests only read."""
   model = albert_tf.AlbertPretrainer(tiny_config())
   model(model.dummy_inputs())
-  export_to_hf(model, str(tmp_path))
+  folder = tmp_path_factory.mktemp("tiny_hf")
+  export_to_hf(model, str(folder))
+  return model, folder
+
+
+def test_safetensors_file_and_config(tiny_export):
+  model, folder = tiny_export
   from safetensors import safe_open
-  with safe_open(str(tmp_path / "model.safetensors"), framework="numpy") as reader:
+  with safe_open(str(folder / "model.safetensors"), framework="numpy") as reader:
     assert reader.metadata() == {"format": "pt"}
     assert len(reader.keys()) == 32  # transformers' own save_pretrained writes the same 32 keys
-  tensors = safetensors_numpy.load_file(str(tmp_path / "model.safetensors"))
+  tensors = safetensors_numpy.load_file(str(folder / "model.safetensors"))
   kernel = model.encoder.groups[0][0].query.kernel.numpy()
   np.testing.assert_array_equal(
       tensors["albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight"], kernel.T)
-  config = json.loads((tmp_path / "config.json").read_text())
+  config = json.loads((folder / "config.json").read_text())
   assert config["model_type"] == "albert" and config["hidden_act"] == "gelu_new"
   assert (config["pad_token_id"], config["bos_token_id"], config["eos_token_id"]) == (0, 2, 3)
   assert config["embedding_size"] == 16 and config["num_hidden_groups"] == 1
 
 
-def test_albert_model_loads_backbone_without_missing_weights(tmp_path):
-  model = albert_tf.AlbertPretrainer(tiny_config())
-  model(model.dummy_inputs())
-  export_to_hf(model, str(tmp_path))
-  _, info = transformers.AlbertModel.from_pretrained(str(tmp_path), output_loading_info=True)
+def test_albert_model_loads_backbone_without_missing_weights(tiny_export):
+  _, info = transformers.AlbertModel.from_pretrained(str(tiny_export[1]), output_loading_info=True)
   assert not info["missing_keys"] and not info["mismatched_keys"]
   # Only the pretraining heads are left over, exactly as for a folder transformers saved itself.
   assert all(key.startswith(("predictions.", "sop_classifier.")) for key in info["unexpected_keys"])
-
-
-def run_export_hf(*flags):
-  return subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_hf.py"), *flags], capture_output=True,
-                        text=True, timeout=300)
 
 
 @requires_shared(SP8K_MODEL)
@@ -118,8 +116,8 @@ def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path)
   randomize(model, scale=0.1)
   save_checkpoint(model, str(tmp_path / "run" / "ckpt-3"))
   out = tmp_path / "hf"
-  result = run_export_hf(f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
-                         f"--spm_model_file={SP8K_MODEL}", "--keep_accents", f"--output_dir={out}")
+  result = run_tool("export_hf", f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
+                    f"--spm_model_file={SP8K_MODEL}", "--keep_accents", f"--output_dir={out}")
   assert result.returncode == 0, result.stderr
   assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "special_tokens_map.json",
                                      "spiece.model", "spiece.tokenizer_options.json", "tokenizer.json",
@@ -165,8 +163,8 @@ def test_default_export_of_a_korean_model_gives_our_ids_in_transformers(tmp_path
   model(model.dummy_inputs())
   save_checkpoint(model, str(tmp_path / "run" / "model.ckpt"))
   out = tmp_path / "hf"
-  result = run_export_hf(f"--albert_config_file={tmp_path / 'albert_config.json'}", f"--checkpoint={tmp_path / 'run'}",
-                         f"--spm_model_file={spm_model}", f"--output_dir={out}")
+  result = run_tool("export_hf", f"--albert_config_file={tmp_path / 'albert_config.json'}",
+                    f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={spm_model}", f"--output_dir={out}")
   assert result.returncode == 0, result.stderr
   assert "WARNING" not in result.stderr
   assert "wrote keep_accents=true, accents stripped by the charsmap: AlbertTokenizer 100.00%, AutoTokenizer 100.00%" \
@@ -256,9 +254,9 @@ def test_export_tool_on_a_run_classifier_directory(tmp_path):
       max_seq_length=32, do_train=True, train_batch_size=2, train_step=2, save_checkpoints_steps=2,
       iterations_per_loop=2, learning_rate=1e-3), finetuning_objectives.ClassifierObjective(task),
       distribution.get_strategy("one_device"))
-  result = run_export_hf(f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
-                         f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",
-                         f"--output_dir={tmp_path / 'hf'}")
+  result = run_tool("export_hf", f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
+                    f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",
+                    f"--output_dir={tmp_path / 'hf'}")
   assert result.returncode == 0, result.stderr
   hf_model, info = transformers.AlbertForSequenceClassification.from_pretrained(str(tmp_path / "hf"),
                                                                                output_loading_info=True)
@@ -272,8 +270,8 @@ def test_export_tool_on_a_run_classifier_directory(tmp_path):
 def test_export_tool_reports_bad_input(tmp_path):
   config_file = tmp_path / "albert_config.json"
   tiny_config().to_json_file(str(config_file))
-  result = run_export_hf(f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'missing'}",
-                         f"--output_dir={tmp_path / 'hf'}")
+  result = run_tool("export_hf", f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'missing'}",
+                    f"--output_dir={tmp_path / 'hf'}")
   assert result.returncode == 2
   assert "error: Checkpoint not found" in result.stderr and "Traceback" not in result.stderr
   assert not (tmp_path / "hf").exists()

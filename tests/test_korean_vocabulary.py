@@ -15,7 +15,7 @@ from albert_tf.text import vocab_report
 from albert_tf.text.korean_analyzers import KiwiAnalyzer
 from albert_tf.text.sentencepiece_training import train_vocabulary
 from albert_tf.text.tokenizer import SPECIAL_TOKENS, SentencePieceTokenizer, read_model_proto
-from conftest import REPO, SHARED, requires_shared
+from conftest import SHARED, TOOLS, requires_shared, run_tool
 
 KO_LAW = os.path.join(SHARED, "corpus", "ko_law.txt")
 KO_HELP = os.path.join(SHARED, "corpus", "ko_libreoffice_help.txt")
@@ -198,17 +198,13 @@ def test_hold_out_documents_counts_documents_across_files(tmp_path):
   assert held_out == ["c", "f"]
 
 
-def run_tool(tool, *flags, before=""):
-  """A tool in a new Python process, `before` (Python) run first."""
-  statements = ["import runpy, sys", before, f"sys.argv = {[tool, *flags]!r}",
-                f"runpy.run_path({os.path.join('tools', tool)!r}, run_name='__main__')"]
-  return subprocess.run([sys.executable, "-c", "; ".join(filter(None, statements))], cwd=REPO, capture_output=True,
-                        text=True, check=False)
-
-
 def test_tool_reports_the_missing_korean_extra_in_one_line(split, tmp_path):
-  result = run_tool("train_sentencepiece.py", f"--input={split[0]}", f"--model_prefix={tmp_path / 'spiece'}",
-                    "--pretokenizer=kiwi", before="sys.modules['kiwipiepy'] = None")
+  # The tool as a user without the extra runs it: importing kiwipiepy fails.
+  code = ("import runpy, sys; sys.modules['kiwipiepy'] = None; sys.argv = sys.argv[1:]; "
+          "runpy.run_path(sys.argv[0], run_name='__main__')")
+  result = subprocess.run([sys.executable, "-c", code, os.path.join(TOOLS, "train_sentencepiece.py"),
+                           f"--input={split[0]}", f"--model_prefix={tmp_path / 'spiece'}", "--pretokenizer=kiwi"],
+                          capture_output=True, text=True, check=False)
   assert result.returncode == 2, result.stderr
   lines = result.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith("error: --pretokenizer=kiwi needs the Korean analyzers of the korean "
@@ -221,7 +217,7 @@ def test_vocab_report_tool_compares_models(models, split, tmp_path):
   held_out = tmp_path / "held_out.txt"
   held_out.write_text("\n".join(split[1][:50]) + "\n\n", encoding="utf-8")
   output_json = tmp_path / "report.json"
-  result = run_tool("vocab_report.py", f"--spm_model_file={models['plain'].model_file},{models['kiwi'].model_file}",
+  result = run_tool("vocab_report", f"--spm_model_file={models['plain'].model_file},{models['kiwi'].model_file}",
                     f"--input_file={held_out}", f"--output_json={output_json}", "--max_lines=40")
   assert result.returncode == 0, result.stderr
   assert "plain/spiece" in result.stdout and "kiwi/spiece" in result.stdout

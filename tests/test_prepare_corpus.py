@@ -15,7 +15,7 @@ from albert_tf.data.corpus_preparation import PreparationOptions, prepare_corpus
 from albert_tf.data.pretraining_corpus import CorpusError, read_documents
 from albert_tf.errors import DataError, OptionError
 from albert_tf.text.sentence_splitting import BoundaryScores, SentenceSplitter, boundary_scores, clean_text
-from conftest import REPO, SHARED, requires_shared
+from conftest import REPO, SHARED, requires_shared, run_tool
 
 TOOL = os.path.join(REPO, "tools", "prepare_corpus.py")
 CORPUS = os.path.join(SHARED, "corpus")
@@ -107,13 +107,6 @@ def planted_corpus(tmp_path):
   return korean, english
 
 
-def run_tool(*args, check=True):
-  result = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True, timeout=300)
-  if check:
-    assert result.returncode == 0, result.stderr
-  return result
-
-
 @requires_shared(CORPUS)
 def test_same_bytes_for_one_and_two_workers_and_beam_with_duplicates_dropped(tmp_path):
   korean, _ = planted_corpus(tmp_path)
@@ -161,9 +154,10 @@ def test_lines_and_gzipped_json_lines(tmp_path):
 @requires_shared(CORPUS)
 def test_the_tool_drops_duplicates_across_files_and_prints_a_summary(tmp_path):
   planted_corpus(tmp_path)
-  result = run_tool(f"--input_file={tmp_path}/raw/a.txt,{tmp_path}/raw/b.txt", "--input_format=lines",
-                    f"--output_file={tmp_path}/out/corpus.txt", "--num_shards=3", "--num_workers=2",
-                    "--min_sentences=2", "--min_chars=40")
+  result = run_tool("prepare_corpus", f"--input_file={tmp_path}/raw/a.txt,{tmp_path}/raw/b.txt",
+                    "--input_format=lines", f"--output_file={tmp_path}/out/corpus.txt", "--num_shards=3",
+                    "--num_workers=2", "--min_sentences=2", "--min_chars=40")
+  assert result.returncode == 0, result.stderr
   # As lines, a.txt's 10 paragraphs are 10 documents: its repeated one, and b.txt's last line (a.txt's second
   # paragraph in NFD with doubled spaces) are exact duplicates once cleaned.
   assert "documents: 17 read, 14 written" in result.stdout
@@ -206,8 +200,8 @@ def test_a_cut_gzip_file_is_named(tmp_path):
 def test_nothing_left_after_filtering_is_an_error_and_writes_nothing(tmp_path):
   raw = tmp_path / "raw.txt"
   raw.write_text("One sentence only.\n\nAnother single sentence.\n\nOne sentence only.\n", encoding="utf-8")
-  result = run_tool(f"--input_file={raw}", f"--output_file={tmp_path}/out/corpus.txt", "--language=en",
-                    "--min_sentences=2", check=False)
+  result = run_tool("prepare_corpus", f"--input_file={raw}", f"--output_file={tmp_path}/out/corpus.txt",
+                    "--language=en", "--min_sentences=2")
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1] == (
       f"error: No document left to write from {raw}: 3 read, 0 exact duplicates, 3 with too few sentences "
@@ -247,8 +241,8 @@ def test_options_are_checked_before_any_work(tmp_path):
     prepare_corpus([str(raw)], [str(tmp_path / "o.txt")], PreparationOptions(language="korean"))
   with pytest.raises(OptionError, match="none of the input files"):
     prepare_corpus([str(raw)], [str(raw)], PreparationOptions(language="en"))
-  result = run_tool(f"--input_file={raw}", f"--output_file={tmp_path}/a.txt,{tmp_path}/b.txt", "--num_shards=2",
-                    check=False)
+  result = run_tool("prepare_corpus", f"--input_file={raw}", f"--output_file={tmp_path}/a.txt,{tmp_path}/b.txt",
+                    "--num_shards=2")
   assert result.returncode == 2 and "--num_shards numbers the shards after one --output_file" in result.stderr
   assert corpus_preparation.shard_file_names("out/ko.txt", 2) == ["out/ko-00000-of-00002.txt",
                                                                    "out/ko-00001-of-00002.txt"]

@@ -20,7 +20,7 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import distribution, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
 from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, free_ports,
-                      kill_once_a_checkpoint_is_written, requires_shared)
+                      kill_once_a_checkpoint_is_written, requires_shared, run_tool)
 
 pytestmark = requires_shared(SP8K_MODEL)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
@@ -152,11 +152,10 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
   assert not [name for name in os.listdir(tmp_path / "run") if name.startswith(".worker")]
 
 
-def tool_command(records, output_dir, *extra):
+def tool_flags(records, output_dir, *extra):
   # Two micro-batches per step: a resume must be exact with gradient accumulation too (one batch per step
   # is the path of every other test here).
-  return [sys.executable, TOOL, "--gradient_accumulation_steps=2", f"--input_file={','.join(records)}",
-          f"--output_dir={output_dir}",
+  return ["--gradient_accumulation_steps=2", f"--input_file={','.join(records)}", f"--output_dir={output_dir}",
           f"--albert_config_file={output_dir.parent / 'wide.json'}", f"--max_seq_length={SEQ}",
           f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8", "--learning_rate=1e-3",
           "--num_train_steps=40", "--num_warmup_steps=4", "--save_checkpoints_steps=5", "--iterations_per_loop=1",
@@ -173,8 +172,7 @@ def straight_run(record_sets, tmp_path_factory):
   checkpoints)."""
   directory = tmp_path_factory.mktemp("tool")
   albert_tf.AlbertConfig(**WIDE).to_json_file(str(directory / "wide.json"))
-  result = subprocess.run(tool_command(record_sets, directory / "straight", "--keep_checkpoint_max=3"),
-                          capture_output=True, text=True, timeout=600)
+  result = run_tool("run_pretraining", *tool_flags(record_sets, directory / "straight", "--keep_checkpoint_max=3"))
   assert result.returncode == 0, result.stderr
   return directory / "straight"
 
@@ -188,7 +186,7 @@ def test_tool_keeps_keep_checkpoint_max_checkpoints(straight_run):
 
 
 def assert_resumes_to_the_straight_weights(records, run_dir, straight_run):
-  resumed = subprocess.run(tool_command(records, run_dir), capture_output=True, text=True, timeout=600)
+  resumed = run_tool("run_pretraining", *tool_flags(records, run_dir))
   assert resumed.returncode == 0, resumed.stderr
   assert "Resuming from" in resumed.stderr
   assert_same_pretrainer_weights(straight_run, run_dir, WIDE)
@@ -200,7 +198,8 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_weights(record_sets, stra
   # windows and rounds are checked on the dataset alone (tests/test_pretraining_dataset.py): here one
   # would take over 1,024 examples, too many steps for this test.
   killed_dir = straight_run.parent / "killed"
-  kill_once_a_checkpoint_is_written(tool_command(record_sets, killed_dir), killed_dir, "model.ckpt-40")
+  kill_once_a_checkpoint_is_written([sys.executable, TOOL, *tool_flags(record_sets, killed_dir)], killed_dir,
+                                    "model.ckpt-40")
   assert_resumes_to_the_straight_weights(record_sets, killed_dir, straight_run)
 
 
@@ -227,7 +226,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def test_kill_during_a_checkpoint_write_resumes_from_the_last_complete_one(record_sets, straight_run):
   torn_dir = straight_run.parent / "torn"
-  killed = subprocess.run([sys.executable, "-c", TORN_WRITE, *tool_command(record_sets, torn_dir)[1:]],
+  killed = subprocess.run([sys.executable, "-c", TORN_WRITE, TOOL, *tool_flags(record_sets, torn_dir)],
                           capture_output=True, text=True, timeout=600)
   assert killed.returncode == -signal.SIGKILL, killed.stderr
   assert (torn_dir / "model.ckpt-10.index").exists()

@@ -11,7 +11,7 @@ from albert_tf.data import pretraining_beam
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_corpus import TokenizerSpec
 from albert_tf.errors import DataError, InputFileError
-from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
+from conftest import REPO, SHARED, SP8K_MODEL, requires_shared, run_tool
 
 pytestmark = requires_shared(SP8K_MODEL)
 CORPUS = os.path.join(SHARED, "corpus")
@@ -21,12 +21,11 @@ MULTI_PROCESS = ["--direct_num_workers=2", "--direct_running_mode=multi_processi
 
 def tool(output_dir, *flags):
   inputs = ",".join(os.path.join(CORPUS, name) for name in ("ko_law.txt", "en_botchan.txt"))
-  return subprocess.run(
-      [sys.executable, TOOL, f"--input_file={inputs}", f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128",
-       "--max_predictions_per_seq=20", "--dupe_factor=2", "--random_seed=3", "--eval_fraction=0.1",
-       f"--output_file={output_dir}/train-0.tfrecord,{output_dir}/train-1.tfrecord",
-       f"--eval_output_file={output_dir}/eval.tfrecord", *flags],
-      capture_output=True, text=True, timeout=600)
+  return run_tool(
+      "create_pretraining_data", f"--input_file={inputs}", f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128",
+      "--max_predictions_per_seq=20", "--dupe_factor=2", "--random_seed=3", "--eval_fraction=0.1",
+      f"--output_file={output_dir}/train-0.tfrecord,{output_dir}/train-1.tfrecord",
+      f"--eval_output_file={output_dir}/eval.tfrecord", *flags)
 
 
 @pytest.mark.parametrize("masking", [[], ["--dynamic_masking"]], ids=["masked", "unmasked"])

@@ -16,10 +16,11 @@ from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
 from albert_tf.errors import DataError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
+from conftest import SHARED, SP8K_MODEL, TOOLS, requires_shared, run_tool
 
 pytestmark = requires_shared(SP8K_MODEL)
 CORPUS = os.path.join(SHARED, "corpus")
+TOOL = os.path.join(TOOLS, "create_pretraining_data.py")
 
 
 def create(tmp_path, input_files, name="out.tfrecord", dupe_factor=2, num_workers=1, seed=12345, run_options=None,
@@ -34,41 +35,57 @@ def create(tmp_path, input_files, name="out.tfrecord", dupe_factor=2, num_worker
   return summaries["train"], outputs
 
 
-def structure_problems(ids, mask, segments, positions, labels, cls_id, sep_id, starts_word):
-  """The checks of ../shared/reference/record_stats.py on one record, and whole-word alignment: what is wrong
-  with it, if anything. `starts_word[id]` is Google's word-start rule of each piece."""
-  problems = []
-  length = int(mask.sum())
+def structure_problems(batch, starts_word, cls_id, sep_id):
+  """The checks of ../shared/reference/record_stats.py, and whole-word alignment, on a batch of examples (as
+  `pretraining_dataset` batches them): {problem: whether each example has it}. `starts_word[id]` is Google's
+  word-start rule of each piece."""
+  ids, mask, segments = batch["input_word_ids"], batch["input_mask"], batch["input_type_ids"]
+  count, seq_length = ids.shape
+  positions, labels, used = masked_slots(batch)
+  rows = np.broadcast_to(np.arange(count)[:, None], used.shape)
+  in_range = used & (positions < seq_length)
   original = ids.copy()
-  original[positions[positions < len(ids)]] = labels[positions < len(ids)]
-  tokens = original[:length]  # the sequence before masking
-  separators = np.flatnonzero(tokens == sep_id)
-  if tokens[0] != cls_id:
-    problems.append("first token not [CLS]")
-  if len(separators) != 2 or tokens[-1] != sep_id:
-    problems.append("not exactly two [SEP], last")
-  if mask[:length].min() != 1 or mask[length:].any() or ids[length:].any():
-    problems.append("padding not zero")
-  segment_b = np.flatnonzero(segments[:length] == 1)
-  if (len(segment_b) == 0 or len(separators) == 0 or segment_b[0] != separators[0] + 1 or
-      not segments[segment_b[0]:length].all() or segments[length:].any()):
-    problems.append("segment ids")
-  if (positions >= length).any():
-    problems.append("masked position out of range")
-  if np.isin(labels, [cls_id, sep_id]).any():
-    problems.append("special token chosen for masking")
-  if (np.diff(positions) <= 0).any():
-    problems.append("positions not ascending")
+  original[rows[in_range], positions[in_range]] = labels[in_range]  # the sequences before masking
+  length = mask.sum(axis=1)
+  in_sequence = np.arange(seq_length) < length[:, None]
+  separator = in_sequence & (original == sep_id)
+  segment_b = in_sequence & (segments == 1)
+  first_b, first_separator = segment_b.argmax(axis=1), separator.argmax(axis=1)
+  after_sequence = lambda values: (np.where(in_sequence, 0, values) != 0).any(axis=1)
+  problems = {
+      "first token not [CLS]": original[:, 0] != cls_id,
+      "not exactly two [SEP], last": ((separator.sum(axis=1) != 2) |
+                                      (original[np.arange(count), length - 1] != sep_id)),
+      "padding not zero": ((np.where(in_sequence, mask, np.iinfo(mask.dtype).max).min(axis=1) != 1) |
+                           after_sequence(mask) | after_sequence(ids)),
+      "segment ids": (~segment_b.any(axis=1) | ~separator.any(axis=1) | (first_b != first_separator + 1) |
+                      (in_sequence & (np.arange(seq_length) >= first_b[:, None]) & (segments == 0)).any(axis=1) |
+                      after_sequence(segments)),
+      "masked position out of range": (used & (positions >= length[:, None])).any(axis=1),
+      "special token chosen for masking": (used & np.isin(labels, [cls_id, sep_id])).any(axis=1),
+      "positions not ascending": (used[:, 1:] & (np.diff(positions, axis=1) <= 0)).any(axis=1),
+  }
   # Google's words: a piece that does not start one joins the word before it, across [CLS]/[SEP].
-  candidate = ~np.isin(tokens, [cls_id, sep_id])
-  starts = candidate & (starts_word[tokens] | (np.cumsum(candidate) == 1))
-  word_of = (np.cumsum(starts) - 1)[candidate]
-  masked = np.zeros(length, bool)
-  masked[positions[positions < length]] = True
-  masked_pieces = np.bincount(word_of, weights=masked[candidate])
-  if ((masked_pieces > 0) & (masked_pieces < np.bincount(word_of))).any():
-    problems.append("part of a word masked")
+  candidate = in_sequence & ~np.isin(original, [cls_id, sep_id])
+  starts = candidate & (starts_word[np.where(in_sequence, original, 0)] | (np.cumsum(candidate, axis=1) == 1))
+  word_of = (rows[:, :1] * seq_length + np.cumsum(starts, axis=1) - 1)[candidate]  # numbered across the batch
+  masked = np.zeros_like(in_sequence)
+  within = used & (positions < length[:, None])
+  masked[rows[within], positions[within]] = True
+  pieces = np.bincount(word_of, minlength=count * seq_length)
+  masked_pieces = np.bincount(word_of, weights=masked[candidate], minlength=count * seq_length)
+  problems["part of a word masked"] = ((masked_pieces > 0) & (masked_pieces < pieces)).reshape(
+      count, seq_length).any(axis=1)
   return problems
+
+
+def masked_slots(batch):
+  """The masked positions of each example, their labels, and which slots are used (weight > 0): the used slots
+  first, in their order."""
+  order = np.argsort(batch["masked_lm_weights"] <= 0, axis=1, kind="stable")
+  return (np.take_along_axis(batch["masked_lm_positions"], order, axis=1),
+          np.take_along_axis(batch["masked_lm_ids"], order, axis=1),
+          np.take_along_axis(batch["masked_lm_weights"] > 0, order, axis=1))
 
 
 def starts_word_table(model=SP8K_MODEL):
@@ -76,52 +93,46 @@ def starts_word_table(model=SP8K_MODEL):
   return np.array([is_start_piece(tokenizer.sp_model.IdToPiece(i)) for i in range(tokenizer.vocab_size)])
 
 
-def records_as_examples(paths):
-  """(ids, mask, segments, masked positions, their labels, sentence-order label) of each masked record."""
-  for raw in tf.data.TFRecordDataset(paths):
-    example = tf.train.Example.FromString(raw.numpy()).features.feature
-    weights = np.array(example["masked_lm_weights"].float_list.value)
-    yield (np.array(example["input_ids"].int64_list.value), np.array(example["input_mask"].int64_list.value),
-           np.array(example["segment_ids"].int64_list.value),
-           np.array(example["masked_lm_positions"].int64_list.value)[weights > 0],
-           np.array(example["masked_lm_ids"].int64_list.value)[weights > 0],
-           example["next_sentence_labels"].int64_list.value[0])
+# The features of masked records, and their names in `pretraining_dataset` batches.
+BATCH_NAMES = {"input_ids": "input_word_ids", "input_mask": "input_mask", "segment_ids": "input_type_ids",
+               "masked_lm_positions": "masked_lm_positions", "masked_lm_ids": "masked_lm_ids",
+               "masked_lm_weights": "masked_lm_weights", "next_sentence_labels": "sentence_order_labels"}
 
 
-def batches_as_examples(batches):
-  """The same of each example of `pretraining_dataset` batches."""
-  for batch in batches:
-    for ids, mask, segments, positions, labels, weights, label in zip(
-        batch["input_word_ids"], batch["input_mask"], batch["input_type_ids"], batch["masked_lm_positions"],
-        batch["masked_lm_ids"], batch["masked_lm_weights"], batch["sentence_order_labels"]):
-      yield ids, mask, segments, positions[weights > 0], labels[weights > 0], label
+def record_batches(paths):
+  """The masked records of `paths` in batches of 1,024, named as `pretraining_dataset` names them."""
+  first = tf.train.Example.FromString(next(tf.data.TFRecordDataset(paths).as_numpy_iterator())).features.feature
+  spec = {name: tf.io.FixedLenFeature([len(getattr(first[name], first[name].WhichOneof("kind")).value)],
+                                      tf.float32 if name == "masked_lm_weights" else tf.int64)
+          for name in BATCH_NAMES}
+  parse = lambda raw: {BATCH_NAMES[name]: value for name, value in tf.io.parse_example(raw, spec).items()}
+  return tf.data.TFRecordDataset(paths).batch(1024).map(parse).as_numpy_iterator()
 
 
-def record_stats(paths, mask_id=4, cls_id=2, sep_id=3, examples=None):
+def record_stats(paths, mask_id=4, cls_id=2, sep_id=3, batches=None):
   """The statistics and structure checks of ../shared/reference/record_stats.py (Google's measurement), of the
-  records in `paths` or of `examples` (as `records_as_examples` yields them)."""
+  records in `paths` or of `pretraining_dataset` batches."""
   stats = collections.Counter()
   runs = collections.Counter()
   problems = collections.Counter()
   starts_word = starts_word_table()
-  for ids, mask, segments, positions, labels, label in (records_as_examples(paths) if examples is None else examples):
-    length = int(np.sum(mask))
-    problems.update(structure_problems(ids, mask, segments, positions, labels, cls_id, sep_id, starts_word))
-    stats["instances"] += 1
-    stats["label1"] += label
-    stats["tokens"] += length
-    stats["masked"] += len(positions)
-    stats["as_mask"] += int(np.sum(ids[positions] == mask_id))
-    stats["kept"] += int(np.sum(ids[positions] == labels))
-    run = 1
-    for a, b in zip(positions[:-1], positions[1:]):
-      if b == a + 1:
-        run += 1
-      else:
-        runs[min(run, 4)] += 1
-        run = 1
-    if len(positions):
-      runs[min(run, 4)] += 1
+  for batch in record_batches(paths) if batches is None else batches:
+    for problem, found in structure_problems(batch, starts_word, cls_id, sep_id).items():
+      if found.any():
+        problems[problem] += int(found.sum())
+    positions, labels, used = masked_slots(batch)
+    ids = np.take_along_axis(batch["input_word_ids"], positions, axis=1)
+    stats["instances"] += len(used)
+    stats["label1"] += int(batch["sentence_order_labels"].sum())
+    stats["tokens"] += int(batch["input_mask"].sum())
+    stats["masked"] += int(used.sum())
+    stats["as_mask"] += int((used & (ids == mask_id)).sum())
+    stats["kept"] += int((used & (ids == labels)).sum())
+    # Runs of consecutive positions: one starts at each used slot that does not follow the one before.
+    starts = used & np.concatenate([np.ones_like(used[:, :1]), np.diff(positions, axis=1) != 1], axis=1)
+    run_of = (np.arange(len(used))[:, None] * used.shape[1] + np.cumsum(starts, axis=1) - 1)[used]
+    lengths = np.bincount(run_of)
+    runs.update(np.minimum(lengths[lengths > 0], 4).tolist())
   n, masked, total_runs = stats["instances"], stats["masked"], sum(runs.values())
   return {
       "instances": n, "problems": dict(problems), "sop_label1": stats["label1"] / n, "mean_len": stats["tokens"] / n,
@@ -176,7 +187,7 @@ def test_statistics_match_google(tmp_path, corpus, masking):
     recipe = check_pretraining_records(outputs, 128, 20)
     batches = pretraining_dataset(outputs, 128, 20, batch_size=64, seed=5, record_counts=counts,
                                   masking_recipe=recipe).take(5 * sum(counts.values()) // 64)
-    ours = record_stats(None, examples=batches_as_examples(batches.as_numpy_iterator()))
+    ours = record_stats(None, batches=batches.as_numpy_iterator())
     ours["instances"] = sum(counts.values()) * 5  # the passes written, read 5 times
   assert_matches_google(ours, GOOGLE[corpus], passes=20)
 
@@ -292,21 +303,17 @@ def test_bad_input_is_reported_and_nothing_is_written(tmp_path):
 
 def test_tool_warns_and_summarises(tmp_path):
   output = tmp_path / "out.tfrecord"
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
-       f"--input_file={os.path.join(CORPUS, 'ko_law.txt')}", f"--output_file={output}",
-       f"--spm_model_file={SP8K_MODEL}", f"--vocab_file={SP8K_MODEL.replace('.model', '.vocab')}",
-       "--max_seq_length=256", "--max_predictions_per_seq=20", "--dupe_factor=1", "--num_workers=2"],
-      capture_output=True, text=True, timeout=300)
+  result = run_tool(
+      "create_pretraining_data", f"--input_file={os.path.join(CORPUS, 'ko_law.txt')}", f"--output_file={output}",
+      f"--spm_model_file={SP8K_MODEL}", f"--vocab_file={SP8K_MODEL.replace('.model', '.vocab')}",
+      "--max_seq_length=256", "--max_predictions_per_seq=20", "--dupe_factor=1", "--num_workers=2")
   assert result.returncode == 0, result.stderr
   assert "--max_predictions_per_seq=20 is below masked_lm_prob × max_seq_length = 38" in result.stderr
   for phase in ("tokenizing | documents", "instances | documents 11/11 of 1 passes", "writing | records"):
     assert f"[create_pretraining_data] {phase}" in result.stderr
   assert "instances:" in result.stdout and "SOP balance" in result.stdout and "mask rate" in result.stdout
-  failed = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
-       f"--input_file={tmp_path / 'nothing*.txt'}", f"--output_file={output}", f"--spm_model_file={SP8K_MODEL}"],
-      capture_output=True, text=True, timeout=300)
+  failed = run_tool("create_pretraining_data", f"--input_file={tmp_path / 'nothing*.txt'}", f"--output_file={output}",
+                    f"--spm_model_file={SP8K_MODEL}")
   assert failed.returncode == 2 and "error:" in failed.stderr and "Traceback" not in failed.stderr
 
 
@@ -321,14 +328,12 @@ def corpus_head(tmp_path, name, lines):
   return str(path)
 
 
-def run_tool(tmp_path, name, input_file, *flags):
-  """The tool with Google's flags at small sizes; returns the records' statistics and their original pieces."""
+def tool_stats(tmp_path, name, input_file, *flags):
+  """The tool with Google's flags at small sizes; returns the records' statistics and their path."""
   output = tmp_path / f"{name}.tfrecord"
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"), f"--input_file={input_file}",
-       f"--output_file={output}", f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128",
-       "--max_predictions_per_seq=20", "--dupe_factor=3", "--num_workers=1", *flags],
-      capture_output=True, text=True, timeout=300)
+  result = run_tool("create_pretraining_data", f"--input_file={input_file}", f"--output_file={output}",
+                    f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128", "--max_predictions_per_seq=20",
+                    "--dupe_factor=3", "--num_workers=1", *flags)
   assert result.returncode == 0, result.stderr
   return record_stats([str(output)]), str(output)
 
@@ -359,26 +364,26 @@ def english(tmp_path_factory):
     corpus.write_text(open(corpus_head(directory, "en_wiki.txt", 1500), encoding="utf-8").read() + "\n" +
                       botchan.read(), encoding="utf-8")
   corpus = str(corpus)
-  default_stats, default_records = run_tool(directory, "default", corpus)
+  default_stats, default_records = tool_stats(directory, "default", corpus)
   return directory, corpus, default_stats, default_records
 
 
 def test_tool_short_seq_prob_masked_lm_prob_and_ngram_flags(english):
   directory, corpus, default, _ = english
   assert default["problems"] == {}
-  always_short, _ = run_tool(directory, "short", corpus, "--short_seq_prob=1.0")
-  never_short, _ = run_tool(directory, "long", corpus, "--short_seq_prob=0")
+  always_short, _ = tool_stats(directory, "short", corpus, "--short_seq_prob=1.0")
+  never_short, _ = tool_stats(directory, "long", corpus, "--short_seq_prob=0")
   # Measured: mean length 84 / 116 / 128 and 2,705 / 1,340 / 1,101 instances for short_seq_prob 1 / 0.1 / 0.
   # A short target is uniform in [2, 125], and chunks of whole sentences overshoot it.
   assert always_short["mean_len"] < 0.8 * default["mean_len"] and always_short["instances"] > 1.5 * default[
       "instances"]
   assert never_short["mean_len"] > 1.05 * default["mean_len"] and never_short["instances"] < default["instances"]
 
-  more_masks, _ = run_tool(directory, "masked", corpus, "--masked_lm_prob=0.3", "--max_predictions_per_seq=40")
+  more_masks, _ = tool_stats(directory, "masked", corpus, "--masked_lm_prob=0.3", "--max_predictions_per_seq=40")
   assert abs(default["mask_rate"] - 0.15) <= 0.01 and abs(more_masks["mask_rate"] - 0.3) <= 0.015
 
   # n-gram sizes ∝ 1/n (1: 6/11, 3: 2/11) or reversed (3: 6/11): runs of 3 and more grow.
-  longer, _ = run_tool(directory, "longer", corpus, "--nofavor_shorter_ngram")
+  longer, _ = tool_stats(directory, "longer", corpus, "--nofavor_shorter_ngram")
   assert sum(longer["runs"][2:]) > sum(default["runs"][2:]) + 0.15
   assert longer["runs"][0] < default["runs"][0] - 0.15
   for stats in (always_short, never_short, more_masks, longer):
@@ -389,7 +394,7 @@ def test_tool_case_and_accent_flags_reach_the_records(english):
   directory, corpus, _, default_records = english
   default = original_pieces(default_records)
   assert not any(char.isupper() for char in default) and "é" not in default  # Google's: lower-cased, no accents
-  _, cased_records = run_tool(directory, "cased", corpus, "--nodo_lower_case", "--keep_accents")
+  _, cased_records = tool_stats(directory, "cased", corpus, "--nodo_lower_case", "--keep_accents")
   cased = original_pieces(cased_records)
   assert sum(char.isupper() for char in cased) > 100 and "é" in cased
 
@@ -523,12 +528,16 @@ def test_bad_held_out_flags_are_refused(tmp_path):
 
 # --- nothing partial: killed, interrupted, a full disk ----------------------------------------------------
 
-def tool_command(output_dir, *flags, corpus=("ko_libreoffice_help.txt", "en_wiki.txt")):
+def tool_flags(output_dir, *flags, corpus=("ko_libreoffice_help.txt", "en_wiki.txt")):
   corpus = [os.path.join(CORPUS, name) for name in corpus]
-  return [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"),
-          f"--input_file={','.join(corpus)}", f"--output_file={output_dir}/a.tfrecord,{output_dir}/b.tfrecord",
+  return [f"--input_file={','.join(corpus)}", f"--output_file={output_dir}/a.tfrecord,{output_dir}/b.tfrecord",
           f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=128", "--max_predictions_per_seq=20",
           "--dupe_factor=4", "--num_workers=2", *flags]
+
+
+def tool_command(output_dir, *flags, **corpus):
+  """The tool in a process of its own, for tests that signal, kill or limit it."""
+  return [sys.executable, TOOL, *tool_flags(output_dir, *flags, **corpus)]
 
 
 def wait_for_buckets(process, output_dir):
@@ -563,7 +572,7 @@ def test_a_killed_run_leaves_no_output_and_the_next_run_removes_its_work(tmp_pat
   process.wait()
   left = os.listdir(tmp_path)
   assert left and all(name.startswith(".albert_data_work-") for name in left), left
-  rerun = subprocess.run(tool_command(tmp_path, "--dupe_factor=1"), capture_output=True, text=True, timeout=300)
+  rerun = run_tool("create_pretraining_data", *tool_flags(tmp_path, "--dupe_factor=1"))
   assert rerun.returncode == 0, rerun.stderr
   assert "left by a run that was killed" in rerun.stderr
   assert sorted(os.listdir(tmp_path)) == ["a.tfrecord", "b.tfrecord"]

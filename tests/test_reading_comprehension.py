@@ -1,19 +1,12 @@
-"""SQuAD v1.1, SQuAD v2.0 and RACE end to end: a tiny model learns them, predicts, resumes and exports.
+"""SQuAD v1.1 and RACE end to end: a tiny model learns them, predicts, resumes and exports.
 
-The data are real sentences of `../shared/corpus` (English Wikipedia, Korean LibreOffice help) in the
-official layouts. The question asks what a sentence writes in parentheses, so the answer is a real span
-whose place a tiny model can learn in a few hundred steps; unanswerable questions (v2) are about sentences
-without parentheses. RACE's right option is the article's parenthesised words, the wrong ones those of
-sentences in the other language (matching the option to the article's words takes a tiny model from
-scratch far longer than a test may run).
+SQuAD v2.0's runs are test_squad_v2.py's; the data, real sentences in the official layouts, are
+reading_comprehension_data.py's.
 """
 
 import json
-import os
 import random
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -30,106 +23,11 @@ from albert_tf.training import run_directory, squad_predictions, squad_scoring
 from albert_tf.training.finetuning_objectives import SUBMIT_RESULTS
 from albert_tf.training import reading_objectives
 from albert_tf.training.reading_objectives import TFLITE_FILE
-from conftest import REPO, SP8K_MODEL, corpus_lines, requires_shared
+from conftest import SP8K_MODEL, requires_shared, run_tool
+from reading_comprehension_data import (CONFIG, PARENTHESES, POOLS, QUESTION, SEQ, dev_questions, first_span_baseline,
+                                        read_json, squad_tool_run, train_resume_and_export, write_config, write_squad)
 
 pytestmark = requires_shared(SP8K_MODEL)
-SEQ = 96
-CONFIG = dict(vocab_size=8000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-              embedding_size=32, max_position_embeddings=SEQ)
-PARENTHESES = re.compile(r"\(([^()]{2,40})\)")
-QUESTION = {"en": "What is written in parentheses?", "ko": "괄호 안에 무엇이 쓰여 있습니까?"}
-
-
-def sentence_pools():
-  """Per language: short real sentences with exactly one parenthesised group, and sentences without any."""
-  pools = {}
-  for language, name in (("en", "en_wiki.txt"), ("ko", "ko_libreoffice_help.txt")):
-    lines = [line for line in corpus_lines(name, 4000) if len(line) < 160]
-    with_group = [line for line in lines if line.count("(") == line.count(")") == 1 and PARENTHESES.search(line)]
-    without = [line for line in lines if "(" not in line and ")" not in line]
-    pools[language] = (with_group, without)
-  return pools
-
-
-POOLS = sentence_pools()
-
-
-def write_squad(path, version, num_questions, seed):
-  """A SQuAD file in the official layout (v2 with `is_impossible` and about 30% unanswerable)."""
-  rng = random.Random(seed)
-  articles = []
-  for index in range(num_questions):
-    language = ("en", "ko")[index % 2]
-    with_group, without = POOLS[language]
-    impossible = version == 2 and rng.random() < 0.3
-    context = (rng.choice(without) + " " if rng.random() < 0.5 else "") + rng.choice(without if impossible
-                                                                                     else with_group)
-    qa = {"id": f"{seed}-{index}", "question": QUESTION[language], "answers": []}
-    if not impossible:
-      match = PARENTHESES.search(context)
-      qa["answers"] = [{"text": match.group(1), "answer_start": match.start(1)}]
-    if version == 2:
-      qa["is_impossible"] = impossible
-    articles.append({"title": f"article {index}", "paragraphs": [{"context": context, "qas": [qa]}]})
-  path.parent.mkdir(parents=True, exist_ok=True)
-  path.write_text(json.dumps({"version": "1.1" if version == 1 else "v2.0", "data": articles}, ensure_ascii=False),
-                  encoding="utf-8")
-  return str(path)
-
-
-def first_span_baseline(dataset, version):
-  """The official scores of always answering the context's first words (as many as the first gold answer)."""
-  answers = {}
-  for article in dataset:
-    for paragraph in article["paragraphs"]:
-      for qa in paragraph["qas"]:
-        length = len(qa["answers"][0]["text"].split()) if qa["answers"] else 2
-        answers[qa["id"]] = " ".join(paragraph["context"].split()[:length])
-  if version == 1:
-    return squad_scoring.squad_v1_scores(dataset, answers)
-  return squad_scoring.squad_v2_scores(dataset, answers)
-
-
-def run_tool(name, *flags):
-  return subprocess.run([sys.executable, os.path.join(REPO, "tools", name), *flags], capture_output=True, text=True,
-                        timeout=900)
-
-
-def write_config(tmp_path, **config):
-  path = tmp_path / "albert_config.json"
-  albert_tf.AlbertConfig(**config).to_json_file(str(path))
-  return str(path)
-
-
-def train_resume_and_export(tool, tmp_path, flags, first, second):
-  """Runs `tool` to the `first` schedule, then again to the `second` (which resumes), predicting and exporting."""
-  common = [f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags]
-  result = run_tool(tool, *common, *first)
-  assert result.returncode == 0, result.stderr[-3000:]
-  resumed = run_tool(tool, *common, *second, f"--export_dir={tmp_path / 'export'}")
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  return result.stderr, resumed.stderr
-
-
-def squad_tool_run(tmp_path, version):
-  """run_squad_v<version>.py on 400 training questions: 80 steps, then resumed to 160 with --do_predict and export."""
-  flags = [f"--train_file={write_squad(tmp_path / 'train.json', version, 400, seed=1)}",
-           f"--predict_file={write_squad(tmp_path / 'dev.json', version, 60, seed=2)}",
-           f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_train", "--do_predict",
-           f"--max_seq_length={SEQ}", "--doc_stride=32", "--max_query_length=16", "--max_answer_length=12",
-           "--train_batch_size=16", "--predict_batch_size=16", "--learning_rate=2e-3",
-           "--save_checkpoints_steps=40", "--iterations_per_loop=40"] + (["--dropout_prob=0"] if version == 2 else [])
-  return train_resume_and_export(f"run_squad_v{version}.py", tmp_path, flags, ["--num_train_epochs=3.2"],
-                                 ["--num_train_epochs=6.4"])  # 400 / 16 × 3.2 = 80 steps
-
-
-def dev_questions(dev_file):
-  examples, _, _ = squad.read_squad_examples(dev_file, is_training=False, version_2_with_negative=True)
-  return examples
-
-
-def read_json(path):
-  return json.loads(path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -211,31 +109,6 @@ def test_in_graph_windows_and_spans_are_the_python_features_and_predictions(squa
   assert [text.decode("utf-8") for text in served["answer"].numpy()] == [expected[e.qas_id] for e in examples]
 
 
-def test_squad_v2_tool_learns_to_tell_unanswerable_questions_and_exports_its_threshold(tmp_path):
-  first, resumed = squad_tool_run(tmp_path, version=2)
-  assert "Resuming from" in resumed and "at step 80" in resumed
-  run = tmp_path / "run"
-  dataset = read_json(tmp_path / "dev.json")["data"]
-  baseline = first_span_baseline(dataset, version=2)
-  best = run_directory.read_best_info(str(run))
-  assert best["f1"] > baseline["f1"] + 30, (best, baseline)
-  assert best["NoAns_total"] > 0 and best["HasAns_total"] > 0
-  assert best["NoAns_exact"] > 50 and best["HasAns_f1"] > baseline["HasAns_f1"] + 20, (best, baseline)
-  assert {"best_f1", "best_f1_thresh", "best_exact", "null_score_diff_threshold"} <= set(best)
-  predictions = read_json(run / squad_predictions.PREDICTIONS_FILE)
-  null_odds = read_json(run / squad_predictions.NULL_ODDS_FILE)
-  examples = dev_questions(str(tmp_path / "dev.json"))
-  assert list(null_odds) == [e.qas_id for e in examples]
-  # The SavedModel answers with the threshold of the best evaluation: "" exactly where predictions.json has "".
-  served = tf.saved_model.load(str(tmp_path / "export" / "1")).signatures["answer_question"](
-      question=tf.constant([e.question_text for e in examples]), context=tf.constant([e.context_text for e in examples]))
-  assert [text.decode("utf-8") for text in served["answer"].numpy()] == [predictions[e.qas_id] for e in examples]
-  np.testing.assert_allclose(served["no_answer_score"].numpy(), [null_odds[e.qas_id] for e in examples], atol=1e-4)
-  assert served["has_answer"].numpy().tolist() == [bool(predictions[e.qas_id]) for e in examples]
-  assert not (tmp_path / "export" / "1" / TFLITE_FILE).exists()  # Google's v2 exports no TFLite model
-
-
-# Sentences whose parenthesised words are of their own language only: Hangul in Korean, ASCII in English.
 RACE_GROUPS = {
     "ko": [line for line in POOLS["ko"][0] if re.search("[가-힣]", PARENTHESES.search(line).group(1))],
     "en": [line for line in POOLS["en"][0] if re.fullmatch(r"[A-Za-z ,.'-]+", PARENTHESES.search(line).group(1))],
@@ -280,7 +153,7 @@ def test_race_tool_learns_to_choose_resumes_and_exports(tmp_path):
            f"--max_seq_length={SEQ}", "--max_qa_length=24", "--train_batch_size=8", "--eval_batch_size=8",
            "--predict_batch_size=8", "--learning_rate=1e-3", "--warmup_step=20", "--dropout_prob=0",
            "--save_checkpoints_steps=100", "--iterations_per_loop=100"]
-  _, resumed = train_resume_and_export("run_race.py", tmp_path, flags, ["--train_step=100"], ["--train_step=200"])
+  _, resumed = train_resume_and_export("run_race", tmp_path, flags, ["--train_step=100"], ["--train_step=200"])
   assert "Resuming from" in resumed and "at step 100" in resumed
   best = run_directory.read_best_info(str(tmp_path / "run"))
   assert best["accuracy"] > 0.5, best  # chance is 0.25
@@ -307,7 +180,7 @@ def test_squad_tool_refuses_bad_input_before_training(tmp_path, problem):
     train.write_text(contents[problem], encoding="utf-8")
   else:
     write_squad(train, 1, 4, seed=5)
-  result = run_tool("run_squad_v1.py", f"--train_file={train}", f"--albert_config_file={config_file}",
+  result = run_tool("run_squad_v1", f"--train_file={train}", f"--albert_config_file={config_file}",
                     f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", "--do_train",
                     "--max_seq_length=64", "--max_query_length=16", *(["--dropout_prob=0.2"] if problem ==
                                                                        "v1_dropout" else []))

@@ -5,8 +5,6 @@ import functools
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,7 +24,7 @@ from albert_tf.modeling.layers.pooling import POOLING_MODES
 from albert_tf.serving import saved_model
 from albert_tf.serving.sentence_embedders import hf_folder_embedder, saved_model_embedder
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
-from conftest import REPO, SHARED, SP8K_MODEL, randomize_text_sensitive, tiny_config
+from conftest import SHARED, SP8K_MODEL, randomize_text_sensitive, run_tool, tiny_config
 
 # Short enough that the long review below is cut, as sentence-transformers cuts it.
 MAX_SEQ_LENGTH = 24
@@ -81,10 +79,9 @@ def exports(tmp_path_factory):
                                                                     "projection_dim": first[1]}}))
   CONFIG.to_json_file(str(run / "albert_config.json"))
   folders = {case: root / f"{case[0]}_{case[1]}" for case in cases}
-  tool = subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_hf.py"),
-                         f"--albert_config_file={run / 'albert_config.json'}", f"--checkpoint={run}",
-                         f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={MAX_SEQ_LENGTH}",
-                         f"--output_dir={folders[first]}"], capture_output=True, text=True, timeout=600)
+  tool = run_tool("export_hf", f"--albert_config_file={run / 'albert_config.json'}", f"--checkpoint={run}",
+                  f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={MAX_SEQ_LENGTH}",
+                  f"--output_dir={folders[first]}")
   assert tool.returncode == 0, tool.stderr
   tokenizer_files = [name for name in os.listdir(folders[first])
                      if name in hf_tokenizer.TOKENIZER_FILES or name.startswith("spiece.")]

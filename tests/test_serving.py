@@ -16,8 +16,8 @@ from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import PYTHON_WHITESPACE, GraphTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import (REPO, SHARED, SP8K_MODEL, corpus_lines, padded_batch, python_pack, randomize,
-                      requires_shared, tiny_config)
+from conftest import (SHARED, SP8K_MODEL, corpus_lines, padded_batch, python_pack, randomize, requires_shared,
+                      run_tool, tiny_config)
 
 CORPUS = os.path.join(SHARED, "corpus")
 MAX_SEQ_LENGTH = 40
@@ -82,15 +82,27 @@ def test_graph_tokenizer_defaults_are_googles_lower_case_without_accents():
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-  """A randomly initialised pretrainer on the 8k Korean+English vocabulary, exported as version 1."""
+  """A randomly initialised pretrainer on the 8k Korean+English vocabulary, its checkpoint exported as version 1
+  by the export tool: the model, the export's path and the tool's result."""
   if not os.path.exists(SP8K_MODEL):
     pytest.skip(f"{SP8K_MODEL} not present")
+  root = tmp_path_factory.mktemp("serving")
   model = albert_tf.AlbertPretrainer(tiny_config(vocab_size=8000))
   model(model.dummy_inputs())
   randomize(model, scale=0.1)
-  export_dir = str(tmp_path_factory.mktemp("serving") / "albert")
-  path = saved_model.export_saved_model(model, export_dir, SP8K_MODEL, MAX_SEQ_LENGTH, fill_mask_top_k=4)
-  return model, path
+  model.config.to_json_file(str(root / "albert_config.json"))
+  save_checkpoint(model, str(root / "pretrained" / "model.ckpt-9"))
+  result = run_tool("export_saved_model", f"--albert_config_file={root / 'albert_config.json'}",
+                    f"--checkpoint={root / 'pretrained'}", f"--spm_model_file={SP8K_MODEL}",
+                    f"--export_dir={root / 'albert'}", f"--max_seq_length={MAX_SEQ_LENGTH}", "--fill_mask_top_k=4")
+  assert result.returncode == 0, result.stderr[-3000:]
+  return model, str(root / "albert" / "1"), result
+
+
+@pytest.fixture(scope="module")
+def loaded(exported):
+  """The export loaded once: the tests only call its functions."""
+  return tf.saved_model.load(exported[1])
 
 
 def sample_texts():
@@ -99,7 +111,7 @@ def sample_texts():
 
 
 def test_export_writes_a_versioned_directory_with_assets(exported):
-  model, path = exported
+  model, path, _ = exported
   assert os.path.basename(path) == "1"
   assert sorted(os.listdir(os.path.join(path, "assets"))) == ["albert_config.json", "spiece.model",
                                                                "spiece.tokenizer_options.json"]
@@ -112,9 +124,8 @@ def test_export_writes_a_versioned_directory_with_assets(exported):
   assert sorted(os.listdir(os.path.dirname(path))) == ["1"]
 
 
-def test_serving_default_equals_the_keras_encoder(exported):
-  model, path = exported
-  loaded = tf.saved_model.load(path)
+def test_serving_default_equals_the_keras_encoder(exported, loaded):
+  model = exported[0]
   batch = padded_batch(8000)
   del batch["masked_lm_positions"]
   served = loaded.signatures["serving_default"](**batch)
@@ -123,9 +134,8 @@ def test_serving_default_equals_the_keras_encoder(exported):
     np.testing.assert_allclose(served[name], expected[name], atol=1e-5)
 
 
-def test_encode_text_packs_like_the_python_tokenizer_and_encodes_like_keras(exported):
-  model, path = exported
-  loaded = tf.saved_model.load(path)
+def test_encode_text_packs_like_the_python_tokenizer_and_encodes_like_keras(exported, loaded):
+  model = exported[0]
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   texts_a = sample_texts()
   texts_b = list(reversed(texts_a))
@@ -147,9 +157,8 @@ def test_encode_text_packs_like_the_python_tokenizer_and_encodes_like_keras(expo
                                 pair["input_type_ids"])
 
 
-def test_fill_mask_gives_the_top_k_of_the_keras_mlm_head(exported):
-  model, path = exported
-  loaded = tf.saved_model.load(path)
+def test_fill_mask_gives_the_top_k_of_the_keras_mlm_head(exported, loaded):
+  model = exported[0]
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   texts = ["대한민국의 수도는 [MASK]이다.", "The [MASK] sat on the [MASK] .", "No mask at all."]
   outputs = loaded.signatures["fill_mask"](text=tf.constant(texts))
@@ -176,7 +185,7 @@ def test_fill_mask_gives_the_top_k_of_the_keras_mlm_head(exported):
 
 
 def test_a_process_without_albert_tf_serves_the_export(exported, tmp_path):
-  model, path = exported
+  model, path, _ = exported
   texts = sample_texts()
   script = textwrap.dedent(f"""
       import sys
@@ -204,11 +213,6 @@ def test_a_process_without_albert_tf_serves_the_export(exported, tmp_path):
   assert served["top_k_ids"].shape == (1, 1, 4)
 
 
-def run_export_tool(*flags):
-  return subprocess.run([sys.executable, os.path.join(REPO, "tools", "export_saved_model.py"), *flags],
-                        capture_output=True, text=True, timeout=300)
-
-
 @requires_shared(SP8K_MODEL)
 def test_export_tool_on_an_encoder_checkpoint_has_no_fill_mask(tmp_path):
   config = tiny_config(vocab_size=8000)
@@ -220,17 +224,18 @@ def test_export_tool_on_an_encoder_checkpoint_has_no_fill_mask(tmp_path):
   export_dir = tmp_path / "export"
   common = [f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'encoder'}",
             f"--spm_model_file={SP8K_MODEL}", f"--export_dir={export_dir}"]
-  result = run_export_tool(*common, "--max_seq_length=16", "--export_version=7")
+  result = run_tool("export_saved_model", *common, "--max_seq_length=16", "--export_version=7")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "no fill_mask signature" in result.stdout
   loaded = tf.saved_model.load(str(export_dir / "7"))
   assert sorted(loaded.signatures) == ["encode_text", "encode_text_pair", "sentence_embedding", "serving_default"]
   assert loaded.signatures["encode_text"](text_a=tf.constant(["한 문장"]))["input_word_ids"].shape == (1, 16)
 
-  too_long = run_export_tool(*common, "--max_seq_length=65")
+  too_long = run_tool("export_saved_model", *common, "--max_seq_length=65")
   assert too_long.returncode == 2 and "error: --max_seq_length=65" in too_long.stderr
   other_model = os.path.join(CORPUS, "botchan_en_unigram_1000.model")
-  wrong_vocab = run_export_tool(*common[:2], f"--spm_model_file={other_model}", common[3], "--max_seq_length=16")
+  wrong_vocab = run_tool("export_saved_model", *common[:2], f"--spm_model_file={other_model}", common[3],
+                         "--max_seq_length=16")
   assert wrong_vocab.returncode == 2 and f"error: SentencePiece model {other_model}" in wrong_vocab.stderr
   assert sorted(os.listdir(export_dir)) == ["7"]
 
@@ -244,9 +249,7 @@ def test_export_refuses_a_vocabulary_that_is_not_the_models(tmp_path):
   assert not (tmp_path / "export").exists()
 
 
-def test_encode_text_pair_with_an_empty_text_b_is_one_segment(exported):
-  _, path = exported
-  loaded = tf.saved_model.load(path)
+def test_encode_text_pair_with_an_empty_text_b_is_one_segment(loaded):
   texts_a = ["첫 문장입니다.", "The first sentence.", "세 번째"]
   pair = loaded.signatures["encode_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(["", "second", ""]))
   single = loaded.signatures["encode_text"](text_a=tf.constant(texts_a))
@@ -260,9 +263,8 @@ def test_encode_text_pair_with_an_empty_text_b_is_one_segment(exported):
   assert sum(types) > 0
 
 
-def test_fill_mask_counts_only_the_masks_that_fit_in_max_seq_length(exported):
-  model, path = exported
-  loaded = tf.saved_model.load(path)
+def test_fill_mask_counts_only_the_masks_that_fit_in_max_seq_length(exported, loaded):
+  model = exported[0]
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   long_text = "[MASK] " + " ".join(["word"] * MAX_SEQ_LENGTH) + " [MASK] [MASK]"
   outputs = loaded.signatures["fill_mask"](text=tf.constant([long_text, "The [MASK] ."]))
@@ -313,33 +315,25 @@ def classifier_run_directory(tmp_path, labels):
 
 
 @requires_shared(SP8K_MODEL)
-def test_export_tool_on_a_pretrainer_and_on_a_classifier_directory(tmp_path):
-  config = tiny_config(vocab_size=8000)
-  config.to_json_file(str(tmp_path / "albert_config.json"))
-  pretrainer = albert_tf.AlbertPretrainer(config)
-  pretrainer(pretrainer.dummy_inputs())
-  randomize(pretrainer, scale=0.1)
-  save_checkpoint(pretrainer, str(tmp_path / "pretrained" / "model.ckpt-9"))
-  result = run_export_tool(f"--albert_config_file={tmp_path / 'albert_config.json'}",
-                           f"--checkpoint={tmp_path / 'pretrained'}", f"--spm_model_file={SP8K_MODEL}",
-                           f"--export_dir={tmp_path / 'lm'}", "--max_seq_length=16", "--fill_mask_top_k=3")
+def test_export_tool_on_a_pretrainer_and_on_a_classifier_directory(exported, loaded, tmp_path):
+  pretrainer, _, result = exported  # the module's export: the tool's run on the pretrainer's checkpoint
   assert result.returncode == 0, result.stderr[-3000:]
   assert "fill_mask" in result.stdout
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   text = "서울은 [MASK]의 수도이다."
-  filled = tf.saved_model.load(str(tmp_path / "lm" / "1")).signatures["fill_mask"](text=tf.constant([text]))
-  ids, mask, types = python_pack(tokenizer, text, None, 16)
+  filled = loaded.signatures["fill_mask"](text=tf.constant([text]))
+  ids, mask, types = python_pack(tokenizer, text, None, MAX_SEQ_LENGTH)
   position = ids.index(tokenizer.mask_id)
   logits = pretrainer({"input_word_ids": tf.constant([ids]), "input_mask": tf.constant([mask]),
                        "input_type_ids": tf.constant([types]), "masked_lm_positions": tf.constant([[position]])})
-  assert filled["top_k_ids"].shape == (1, 1, 3)
-  np.testing.assert_array_equal(filled["top_k_ids"][0, 0], np.argsort(-logits["mlm_logits"][0, 0].numpy())[:3])
+  assert filled["top_k_ids"].shape == (1, 1, 4)
+  np.testing.assert_array_equal(filled["top_k_ids"][0, 0], np.argsort(-logits["mlm_logits"][0, 0].numpy())[:4])
 
   labels = ("positive", "negative", "neutral")  # not sorted: the head's order is task.json's
   classifier = classifier_run_directory(tmp_path, labels)
-  result = run_export_tool(f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
-                           f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",
-                           f"--export_dir={tmp_path / 'classifier'}", "--max_seq_length=16")
+  result = run_tool("export_saved_model", f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
+                    f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",
+                    f"--export_dir={tmp_path / 'classifier'}", "--max_seq_length=16")
   assert result.returncode == 0, result.stderr[-3000:]
   loaded = tf.saved_model.load(str(tmp_path / "classifier" / "1"))
   texts = ["좋은 영화", "a dull film", "그저 그런 편"]

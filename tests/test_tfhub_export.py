@@ -20,17 +20,12 @@ from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import tfhub
 from albert_tf.text import tokenizer_options
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import (REPO, SHARED, SP8K_MODEL, corpus_lines, padded_batch, python_pack, randomize,
-                      requires_shared, tiny_config)
+from conftest import (SHARED, SP8K_MODEL, corpus_lines, padded_batch, python_pack, randomize, requires_shared,
+                      run_tool, tiny_config)
 
 MAX_SEQ_LENGTH = 40
 # Recorded beside the fixture's copy of the vocabulary: not Google's defaults, so the export must read them.
 RECORDED_OPTIONS = tokenizer_options.TokenizerOptions(do_lower_case=True, keep_accents=True)
-
-
-def start_export_tool(*flags):
-  return subprocess.Popen([sys.executable, os.path.join(REPO, "tools", "export_tfhub.py"), *flags],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope="module")
@@ -243,13 +238,11 @@ def test_tool_on_an_encoder_checkpoint_and_on_bad_input(tmp_path):
       f"{tmp_path / 'earlier'} already exists": [*flags, f"--export_path={tmp_path / 'earlier'}"],
   }
   before = sorted(os.listdir(tmp_path))
-  # All at once: each spends most of its time starting TensorFlow.
-  runs = [start_export_tool(*flags, f"--export_path={hub_dir}")]
-  runs += [start_export_tool(*bad_flags) for bad_flags in bad_inputs.values()]
-  (stdout, stderr, returncode), *failures = [(*run.communicate(timeout=300), run.returncode) for run in runs]
+  result = run_tool("export_tfhub", *flags, f"--export_path={hub_dir}")
+  failures = [run_tool("export_tfhub", *bad_flags) for bad_flags in bad_inputs.values()]
 
-  assert returncode == 0, stderr[-3000:]
-  lines = stdout.splitlines()
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = result.stdout.splitlines()
   assert lines[0].startswith(f"Exported {prefix} (AlbertEncoder) for TF Hub to {hub_dir} in ")
   assert lines[1].startswith(f"  {hub_dir / 'encoder'}: __call__, serving_default; 4 layers of width 32; ")
   assert lines[2].startswith(f"  {hub_dir / 'preprocessor'}: __call__ (to 16 tokens), tokenize, bert_pack_inputs; "
@@ -259,10 +252,10 @@ def test_tool_on_an_encoder_checkpoint_and_on_bad_input(tmp_path):
   preprocessor = tf.saved_model.load(str(hub_dir / "preprocessor"))
   assert preprocessor(tf.constant(["한 문장"]))["input_word_ids"].shape == (1, 16)
 
-  for message, (_, stderr, returncode) in zip(bad_inputs, failures):
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert returncode == 2 and len(errors) == 1 and message in errors[0], stderr
-    assert "Traceback" not in stderr
+  for message, failure in zip(bad_inputs, failures):
+    errors = [line for line in failure.stderr.splitlines() if line.startswith("error:")]
+    assert failure.returncode == 2 and len(errors) == 1 and message in errors[0], failure.stderr
+    assert "Traceback" not in failure.stderr
   assert sorted(os.listdir(tmp_path)) == sorted(before + ["hub"])  # the failed runs wrote nothing
   assert os.listdir(tmp_path / "earlier") == ["encoder"]
 

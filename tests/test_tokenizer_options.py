@@ -3,15 +3,13 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from albert_tf.errors import DataError, OptionError
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.sentencepiece_training import train_sentencepiece
-from conftest import REPO, SHARED, SP8K_MODEL, requires_shared
+from conftest import SHARED, SP8K_MODEL, requires_shared, run_tool
 
 CASED = options_lib.TokenizerOptions(do_lower_case=False, keep_accents=True)
 
@@ -84,20 +82,18 @@ def test_the_pretokenizer_is_recorded_when_there_is_one_and_checked_by_no_tool(t
     options_lib.read_options(model)
 
 
-def start_data_tool(tmp_path, name, spm_model, *flags):
-  """The data tool on a few hundred lines (accents and capitals among them); returns the process and its output."""
+def run_data_tool(tmp_path, name, spm_model, *flags):
+  """The data tool on a few hundred lines (accents and capitals among them); returns its result and output."""
   corpus = tmp_path / "corpus.txt"
   if not corpus.exists():
     with open(os.path.join(SHARED, "corpus", "en_wiki.txt"), encoding="utf-8") as reader:
       corpus.write_text("".join(line for line, _ in zip(reader, range(400))) + "\nCafé Zürich. Naïve RÉSUMÉ.\n",
                         encoding="utf-8")
   output = tmp_path / f"{name}.tfrecord"
-  process = subprocess.Popen(
-      [sys.executable, os.path.join(REPO, "tools", "create_pretraining_data.py"), f"--input_file={corpus}",
-       f"--output_file={output}", f"--spm_model_file={spm_model}", "--max_seq_length=64",
-       "--max_predictions_per_seq=10", "--dupe_factor=1", "--num_workers=1", *flags],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  return process, output
+  result = run_tool("create_pretraining_data", f"--input_file={corpus}", f"--output_file={output}",
+                    f"--spm_model_file={spm_model}", "--max_seq_length=64", "--max_predictions_per_seq=10",
+                    "--dupe_factor=1", "--num_workers=1", *flags)
+  return result, output
 
 
 @requires_shared(SP8K_MODEL)
@@ -105,14 +101,12 @@ def test_data_tool_reads_the_record_and_refuses_a_contradicting_flag(tmp_path):
   recorded = recorded_copy(tmp_path, CASED, "recorded")
   unrecorded = str(tmp_path / "unrecorded.model")
   shutil.copyfile(SP8K_MODEL, unrecorded)
-  # All at once: each spends most of its time starting.
-  runs = [start_data_tool(tmp_path, "from_record", recorded),
-          start_data_tool(tmp_path, "from_flags", unrecorded, "--nodo_lower_case", "--keep_accents"),
-          start_data_tool(tmp_path, "refused", recorded, "--do_lower_case")]
-  results = [(process.communicate(timeout=300)[1], process.returncode, output) for process, output in runs]
-  (_, status, from_record), (_, flags_status, from_flags), (refused_stderr, refused_status, refused) = results
-  assert status == 0 and flags_status == 0, results
+  results = [run_data_tool(tmp_path, "from_record", recorded),
+             run_data_tool(tmp_path, "from_flags", unrecorded, "--nodo_lower_case", "--keep_accents"),
+             run_data_tool(tmp_path, "refused", recorded, "--do_lower_case")]
+  (record_run, from_record), (flags_run, from_flags), (refused_run, refused) = results
+  assert record_run.returncode == 0 and flags_run.returncode == 0, results
   assert from_record.read_bytes() == from_flags.read_bytes()
-  assert refused_status == 2 and "Traceback" not in refused_stderr
-  assert refused_stderr.startswith("error: --do_lower_case=true contradicts "), refused_stderr
+  assert refused_run.returncode == 2 and "Traceback" not in refused_run.stderr
+  assert refused_run.stderr.startswith("error: --do_lower_case=true contradicts "), refused_run.stderr
   assert not refused.exists()

@@ -3,8 +3,6 @@ SentencePiece, which --verbosity=1 (or a TF_CPP_MIN_LOG_LEVEL of the user's) bri
 
 import os
 import re
-import subprocess
-import sys
 
 from absl import logging as absl_logging
 import pytest
@@ -12,7 +10,7 @@ import sentencepiece as spm
 
 from albert_tf.cli import _debug_verbosity
 from albert_tf.text.sentencepiece_training import train_sentencepiece
-from conftest import REPO
+from conftest import REPO, run_tool
 
 SAMPLE = os.path.join(REPO, "albert_tf", "sample_data", "en_botchan.txt")
 VOCAB_SIZE = 300
@@ -30,12 +28,10 @@ LIBRARY_LOG = re.compile(
     r"|^WARNING: All log messages before absl::InitializeLog\(\)", re.M)
 
 
-def run_tool(name, *flags, environment=None):
-  # conftest sets TF_CPP_MIN_LOG_LEVEL for the test process; a tool run by a user has none unless they set it.
-  env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
-  env.update(environment or {})
-  return subprocess.run([sys.executable, os.path.join(REPO, "tools", name), *flags], capture_output=True,
-                        text=True, timeout=600, env=env)
+def run_as_user(tool, *flags, environment=None):
+  """A process of its own, as a user runs it: what its C++ libraries print is the subject. conftest sets
+  TF_CPP_MIN_LOG_LEVEL for the test process; a user's has none unless they set it."""
+  return run_tool(tool, *flags, in_process=False, env={"TF_CPP_MIN_LOG_LEVEL": None, **(environment or {})})
 
 
 def library_lines(stderr):
@@ -43,8 +39,8 @@ def library_lines(stderr):
 
 
 def vocabulary_tool(prefix, *flags, vocab_size=VOCAB_SIZE, text=SAMPLE):
-  return run_tool("train_sentencepiece.py", f"--input={text}", f"--model_prefix={prefix}",
-                  f"--vocab_size={vocab_size}", "--num_threads=1", *flags)
+  return run_as_user("train_sentencepiece", f"--input={text}", f"--model_prefix={prefix}",
+                     f"--vocab_size={vocab_size}", "--num_threads=1", *flags)
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +61,9 @@ def small_text(tmp_path_factory):
 def records(vocabulary, small_text, tmp_path_factory):
   """The data tool's run (it imports TensorFlow to write) and its records."""
   output = str(tmp_path_factory.mktemp("records") / "train.tfrecord")
-  result = run_tool("create_pretraining_data.py", f"--input_file={small_text}", f"--output_file={output}",
-                    f"--spm_model_file={vocabulary[1]}", f"--max_seq_length={SEQ}",
-                    f"--max_predictions_per_seq={PREDICTIONS}", "--dupe_factor=1", "--num_workers=2")
+  result = run_as_user("create_pretraining_data", f"--input_file={small_text}", f"--output_file={output}",
+                       f"--spm_model_file={vocabulary[1]}", f"--max_seq_length={SEQ}",
+                       f"--max_predictions_per_seq={PREDICTIONS}", "--dupe_factor=1", "--num_workers=2")
   return result, output
 
 
@@ -136,11 +132,11 @@ def test_data_tool_prints_our_lines_not_tensorflows(records):
 
 def test_pretraining_prints_progress_not_tensorflows_log(records, config_file, tmp_path):
   """A run reads TFRecords with tf.data, whose C++ side logs at every end of input."""
-  result = run_tool("run_pretraining.py", f"--input_file={records[1]}", f"--output_dir={tmp_path / 'run'}",
-                    f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
-                    f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=4", "--eval_batch_size=4",
-                    "--num_train_steps=2", "--num_warmup_steps=1", "--save_checkpoints_steps=2",
-                    "--iterations_per_loop=2", "--do_eval", "--max_eval_steps=1")
+  result = run_as_user("run_pretraining", f"--input_file={records[1]}", f"--output_dir={tmp_path / 'run'}",
+                       f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
+                       f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=4", "--eval_batch_size=4",
+                       "--num_train_steps=2", "--num_warmup_steps=1", "--save_checkpoints_steps=2",
+                       "--iterations_per_loop=2", "--do_eval", "--max_eval_steps=1")
   assert result.returncode == 0, result.stderr
   for progress in ("step 2/2 | loss", f"Saved {tmp_path / 'run' / 'model.ckpt-2'}", "eval: eval_steps 1"):
     assert progress in result.stderr
@@ -155,9 +151,9 @@ def test_pretraining_prints_progress_not_tensorflows_log(records, config_file, t
 def test_tensorflow_log_only_when_asked(flags, environment, shown, records, config_file, tmp_path):
   """Records shorter than the flags say: the tool reads the first record with tf.data, then stops with one
   line."""
-  result = run_tool("run_pretraining.py", f"--input_file={records[1]}", f"--output_dir={tmp_path / 'run'}",
-                    f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
-                    f"--max_predictions_per_seq={PREDICTIONS + 1}", *flags, environment=environment)
+  result = run_as_user("run_pretraining", f"--input_file={records[1]}", f"--output_dir={tmp_path / 'run'}",
+                       f"--albert_config_file={config_file}", f"--max_seq_length={SEQ}",
+                       f"--max_predictions_per_seq={PREDICTIONS + 1}", *flags, environment=environment)
   assert result.returncode == 2
   assert result.stderr.splitlines()[-1].startswith(f"error: {records[1]}: feature 'masked_lm_positions' has")
   tensorflow_lines = [line for line in library_lines(result.stderr) if "local_rendezvous.cc" in line]

@@ -1,13 +1,11 @@
 import os
-import subprocess
-import sys
 
 import pytest
 import sentencepiece as spm
 
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SPECIAL_TOKENS, SentencePieceTokenizer, preprocess_text
-from conftest import REPO, SHARED, requires_shared
+from conftest import SHARED, requires_shared, run_tool
 
 KO_LAW = os.path.join(SHARED, "corpus", "ko_law.txt")
 EN_WIKI = os.path.join(SHARED, "corpus", "en_wiki.txt")
@@ -130,21 +128,17 @@ def test_vocab_size_must_leave_room_for_learned_pieces(tmp_path):
     train_sentencepiece(KO_LAW, str(tmp_path / "spiece"), vocab_size=5)
 
 
-def run_tool(*flags):
-  return subprocess.run([sys.executable, os.path.join("tools", "train_sentencepiece.py"), *flags], cwd=REPO,
-                        capture_output=True, text=True, check=False)
-
-
 def test_tool_trains_a_model(corpus, tmp_path):
-  result = run_tool(f"--input={','.join(corpus)}", f"--model_prefix={tmp_path / 'out' / 'spiece'}",
-                    f"--vocab_size={VOCAB_SIZE}", "--num_threads=2")
+  result = run_tool("train_sentencepiece", f"--input={','.join(corpus)}",
+                    f"--model_prefix={tmp_path / 'out' / 'spiece'}", f"--vocab_size={VOCAB_SIZE}", "--num_threads=2")
   assert result.returncode == 0, result.stderr
   assert pieces_of(str(tmp_path / "out" / "spiece.model"))[:5] == list(SPECIAL_TOKENS)
   assert os.path.isfile(tmp_path / "out" / "spiece.vocab")
 
 
 def test_tool_reports_missing_input_in_one_line(tmp_path):
-  result = run_tool(f"--input={tmp_path / 'missing.txt'}", f"--model_prefix={tmp_path / 'spiece'}")
+  result = run_tool("train_sentencepiece", f"--input={tmp_path / 'missing.txt'}",
+                    f"--model_prefix={tmp_path / 'spiece'}")
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].startswith("error: No input file matches")
   assert "missing.txt" in result.stderr and "Traceback" not in result.stderr

@@ -4,8 +4,6 @@ and weight, cover Korean, and load in transformers."""
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,11 +22,10 @@ from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text import vocab_extension
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
-from conftest import REPO, SHARED, corpus_lines, randomize, requires_shared, write
+from conftest import REPO, SHARED, corpus_lines, randomize, requires_shared, run_tool, write
 
 KO_LAW = os.path.join(SHARED, "corpus", "ko_law.txt")
 EN_BOTCHAN = os.path.join(SHARED, "corpus", "en_botchan.txt")
-TOOL = os.path.join(REPO, "tools", "extend_vocab.py")
 OLD_SIZE = 600
 NEW_PIECES = 1000  # ko_law needs 509 for its characters alone
 WORD_START = "\u2581"
@@ -67,15 +64,11 @@ def english_model(tmp_path_factory):
   return model, str(folder)
 
 
-def run_tool(*flags):
-  return subprocess.run([sys.executable, TOOL, *flags], capture_output=True, text=True, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def extended(english_vocabulary, english_model, texts, tmp_path_factory):
   """The tool's run: the English model extended with pieces learned from ko_law."""
   output = tmp_path_factory.mktemp("extended") / "out"
-  result = run_tool(f"--spm_model_file={english_vocabulary}", f"--input_file={KO_LAW}",
+  result = run_tool("extend_vocab", f"--spm_model_file={english_vocabulary}", f"--input_file={KO_LAW}",
                     f"--num_new_pieces={NEW_PIECES}", f"--init_checkpoint={english_model[1]}", f"--output_dir={output}",
                     f"--parity_text={EN_BOTCHAN},{texts['ko_help']}", "--num_threads=1")
   assert result.returncode == 0, result.stderr
@@ -94,7 +87,8 @@ def test_tool_writes_a_model_directory_and_reports(extended):
   assert "encoder, masked-LM head, sentence-order head" in result.stdout
   # Rerun into the same directory: refused in one line, and nothing in it changes.
   before = {name: (output / name).read_bytes() for name in os.listdir(output)}
-  again = run_tool(f"--spm_model_file={output / 'spiece.model'}", f"--input_file={KO_LAW}", f"--output_dir={output}")
+  again = run_tool("extend_vocab", f"--spm_model_file={output / 'spiece.model'}", f"--input_file={KO_LAW}",
+                   f"--output_dir={output}")
   assert again.returncode == 2
   assert again.stderr.splitlines()[-1] == f"error: {output} already holds spiece.model; choose another --output_dir " \
                                           "(nothing was written)."

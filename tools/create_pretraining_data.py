@@ -23,7 +23,6 @@ train_sentencepiece recorded beside the SentencePiece model.
 """
 
 import os
-import signal
 import time
 
 from absl import flags
@@ -82,11 +81,6 @@ def _paths(value):
   return [path for path in (value or "").split(",") if path]
 
 
-def _stop_on_sigterm(signum, frame):
-  # A terminated run cleans up as after Ctrl-C: its temporary files go, no partial output stays.
-  raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main(argv):
   options = InstanceOptions(
       max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
@@ -117,13 +111,13 @@ def main(argv):
       options=options, dupe_factor=dupe_factor, random_seed=FLAGS.random_seed,
       eval_output_files=_paths(FLAGS.eval_output_file), eval_fraction=FLAGS.eval_fraction,
       memory_bytes=FLAGS.shuffle_memory_mb << 20)
-  signal.signal(signal.SIGTERM, _stop_on_sigterm)
-  start = time.time()
-  if pipeline_args:
-    summaries = data_flags.beam_engine().create_pretraining_data_beam(**arguments, pipeline_args=pipeline_args)
-  else:
-    summaries = pretraining_writer.create_pretraining_data(**arguments, num_workers=FLAGS.num_workers)
-  print("\n".join(pretraining_corpus.summary_lines(summaries, time.time() - start)))
+  with cli.sigterm_as_interrupt():
+    start = time.time()
+    if pipeline_args:
+      summaries = data_flags.beam_engine().create_pretraining_data_beam(**arguments, pipeline_args=pipeline_args)
+    else:
+      summaries = pretraining_writer.create_pretraining_data(**arguments, num_workers=FLAGS.num_workers)
+    print("\n".join(pretraining_corpus.summary_lines(summaries, time.time() - start)))
 
 
 def run():

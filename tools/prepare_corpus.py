@@ -14,7 +14,6 @@ after ours (pip install "albert-tf[beam]"):
 """
 
 import os
-import signal
 import time
 
 from absl import flags
@@ -55,11 +54,6 @@ def output_files():
   return corpus_preparation.shard_file_names(names[0], FLAGS.num_shards)
 
 
-def _stop_on_sigterm(signum, frame):
-  # A terminated run cleans up as after Ctrl-C: no partial output stays.
-  raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main(argv):
   pipeline_args = data_flags.pipeline_args(argv)
   options = corpus_preparation.PreparationOptions(
@@ -67,15 +61,15 @@ def main(argv):
       min_sentences=FLAGS.min_sentences, min_chars=FLAGS.min_chars)
   arguments = dict(input_files=expand_input_patterns(FLAGS.input_file), output_files=output_files(),
                    options=options)
-  signal.signal(signal.SIGTERM, _stop_on_sigterm)
-  start = time.time()
-  if pipeline_args:
-    engine = data_flags.beam_engine("corpus_preparation_beam")
-    summary = engine.prepare_corpus_beam(**arguments, pipeline_args=pipeline_args)
-  else:
-    summary = corpus_preparation.prepare_corpus(**arguments, num_workers=FLAGS.num_workers)
-  seconds = time.time() - start
-  print("\n".join(summary.lines() + [f"done in {seconds:.1f} s"]))
+  with cli.sigterm_as_interrupt():
+    start = time.time()
+    if pipeline_args:
+      engine = data_flags.beam_engine("corpus_preparation_beam")
+      summary = engine.prepare_corpus_beam(**arguments, pipeline_args=pipeline_args)
+    else:
+      summary = corpus_preparation.prepare_corpus(**arguments, num_workers=FLAGS.num_workers)
+    seconds = time.time() - start
+    print("\n".join(summary.lines() + [f"done in {seconds:.1f} s"]))
 
 
 def run():

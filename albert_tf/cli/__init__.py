@@ -1,15 +1,20 @@
-"""Running the absl tools: our own progress lines, and bad input ending with one clear line on stderr.
+"""Running the absl tools: our own progress lines, and bad input ending with one clear line on stderr; and running
+a tool inside a Python process (a notebook, a test) as its command would run (`run_in_process`).
 
 Importing this package quiets the C++ logs of TensorFlow for the process (and the processes it starts),
 unless the command line asks for absl's debug verbosity; see `SHOW_LIBRARY_LOGS`.
 """
 
+import contextlib
 import importlib.util
 import logging
 import os
+import signal
 import sys
+from typing import Sequence
 
 from absl import app
+from absl import flags
 from absl import logging as absl_logging
 
 from albert_tf.errors import AlbertError
@@ -78,21 +83,95 @@ def run(main, flags_parser=app.parse_flags_with_usage):
   bad input."""
 
   def guarded_main(argv):
-    if not SHOW_LIBRARY_LOGS:
-      # TensorFlow's own INFO lines would bury the progress lines.
-      logging.getLogger("tensorflow").setLevel(logging.WARNING)
-      absl_logging.get_absl_handler().addFilter(_FrameworkInfoFilter())
-      # Apache Beam's runners log every worker's start and options as warnings.
-      logging.getLogger("apache_beam").setLevel(logging.ERROR)
-    try:
-      return main(argv)
-    # Only our errors describe the user's input or a run that cannot go on; any other is a bug: its traceback stays.
-    except AlbertError as error:
-      print(f"error: {error}", file=sys.stderr)
-      sys.exit(2)
-    except KeyboardInterrupt:
-      # Ctrl-C: what the run was writing has been removed on the way out; no traceback to read.
-      print("interrupted", file=sys.stderr)
-      sys.exit(130)
+    with contextlib.ExitStack() as quieted:
+      if not SHOW_LIBRARY_LOGS:
+        # TensorFlow's own INFO lines would bury the progress lines; Apache Beam's runners log every worker's
+        # start and options as warnings. Put back afterwards, for a run inside a process that goes on.
+        for name, level in (("tensorflow", logging.WARNING), ("apache_beam", logging.ERROR)):
+          logger = logging.getLogger(name)
+          quieted.callback(logger.setLevel, logger.level)
+          logger.setLevel(level)
+        handler, framework_filter = absl_logging.get_absl_handler(), _FrameworkInfoFilter()
+        handler.addFilter(framework_filter)
+        quieted.callback(handler.removeFilter, framework_filter)
+      return _main_reporting_bad_input(main, argv)
 
   app.run(guarded_main, flags_parser=flags_parser)
+
+
+def _main_reporting_bad_input(main, argv):
+  """`main(argv)`; bad input (our errors) ends it with one `error:` line and status 2, Ctrl-C with status 130."""
+  try:
+    return main(argv)
+  # Only our errors describe the user's input or a run that cannot go on; any other is a bug: its traceback stays.
+  except AlbertError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(2)
+  except KeyboardInterrupt:
+    # Ctrl-C: what the run was writing has been removed on the way out; no traceback to read.
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+
+
+def _raise_keyboard_interrupt(signum, frame):
+  raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+  """Inside the block SIGTERM stops the run as Ctrl-C does (what it was writing is removed on the way out, no
+  partial output stays); the previous handler is put back after."""
+  previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _fresh_flag_registry():
+  """absl's global `FLAGS` holds a new, empty registry inside the block, plus absl's own flags (logging, app); the
+  process's registry is put back after. A tool's flags, defined in it and parsed there, then clash with no flag of
+  the process or of another tool, and leave nothing behind."""
+  registry = flags.FLAGS
+  absl_own = [(module, flag) for module, module_flags in registry.flags_by_module_dict().items()
+              if module.startswith("absl.") for flag in module_flags]
+  saved = dict(registry.__dict__)
+  registry.__dict__.clear()
+  registry.__dict__.update(flags.FlagValues().__dict__)
+  try:
+    for module, flag in absl_own:
+      flags.DEFINE_flag(flag, registry, module_name=module)
+    yield
+  finally:
+    for _, flag in absl_own:
+      flag.unparse()
+    registry.__dict__.clear()
+    registry.__dict__.update(saved)
+
+
+def run_in_process(module_spec, argv: Sequence[str]) -> int:
+  """Runs a tool in this process as the command line `argv` would, and returns its exit status.
+
+  The tool's module (`module_spec`, an `importlib` spec of a script of `tools/` or of `albert_tf.cli.demo`) is
+  executed afresh and its `run()` called, with absl's flags defined and parsed in a registry of their own (see
+  `_fresh_flag_registry`): tools that share flag names run one after another, as the same tool twice does. Bad input
+  gives our `error:` line and status 2, a usage error absl's message and 1, as in a new process; any other
+  exception (a bug) propagates with its traceback.
+  """
+  app.define_help_flags()  # once per process, in its own registry (as app.run does), so every run has --helpfull
+  saved_argv = sys.argv
+  sys.argv = [module_spec.origin, *argv[1:]]
+  try:
+    with _fresh_flag_registry():
+      module = importlib.util.module_from_spec(module_spec)
+      module_spec.loader.exec_module(module)
+      module.run()
+  except SystemExit as exit_:
+    if isinstance(exit_.code, str):  # sys.exit("message"): Python prints it and exits with 1
+      print(exit_.code, file=sys.stderr)
+      return 1
+    return exit_.code or 0
+  finally:
+    sys.argv = saved_argv
+  return 0

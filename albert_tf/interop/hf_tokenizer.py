@@ -16,6 +16,7 @@ are recorded in `spiece.tokenizer_options.json` for our tools. Each way of writi
 
 import base64
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -83,12 +84,20 @@ def text_preparing_charsmap(proto: sentencepiece_model_pb2.ModelProto,
   A rule is written for every character these change and for every canonical sequence (a base and its
   combining marks, Hangul jamo) that our NFC composes, besides the model's own rules.
   """
+  return _compiled_charsmap(proto.SerializeToString(), options)
+
+
+# Compiling walks every Unicode character (about 8 s); an export compiles the same map for each tokenizer file it
+# writes and checks, and a process that exports several models of one vocabulary compiles it once.
+@functools.lru_cache(maxsize=8)
+def _compiled_charsmap(serialized_proto: bytes, options: options_lib.TokenizerOptions) -> bytes:
+  """`text_preparing_charsmap` of a serialized model."""
 
   def prepare(text: str) -> str:
     text = strip_accents(text) if not options.keep_accents else text
     return text.lower() if options.do_lower_case else text
 
-  model_rules = spm.SentencePieceNormalizer(model_proto=proto.SerializeToString())
+  model_rules = spm.SentencePieceNormalizer(model_proto=serialized_proto)
   # Every character but the surrogates and the newline (which is left as it is).
   chars = [chr(code_point) for code_point in range(0x110000)
            if not 0xD800 <= code_point < 0xE000 and code_point != ord("\n")]

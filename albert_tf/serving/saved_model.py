@@ -68,44 +68,54 @@ class AlbertServingModule(tf.Module):
   def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, fill_mask_top_k: int = 5,
                asset_files: Optional[dict] = None):
     super().__init__(name="albert")
-    self.encoder = getattr(model, "encoder", model)
-    self.masked_lm_head = getattr(model, "masked_lm_head", None)
+    # The Keras layers stay out of the object graph, their variables in it: saving a Keras layer traces each of
+    # its sublayers' calls again for Keras's own metadata, which serving never reads (most of an export's time).
+    self._untracked(model=model, encoder=getattr(model, "encoder", model),
+                    masked_lm_head=getattr(model, "masked_lm_head", None),
+                    sentence_head=getattr(model, "sentence_head", None) or SentenceEmbeddingHead("mean"))
+    self.model_variables = list(model.variables)
     self.tokenizer = tokenizer
     self.max_seq_length = max_seq_length
     self.fill_mask_top_k = fill_mask_top_k
     self.assets = {name: tf.saved_model.Asset(path) for name, path in (asset_files or {}).items()}
-    self.sentence_head = getattr(model, "sentence_head", None)
-    if self.sentence_head is None:
-      self.sentence_head = SentenceEmbeddingHead("mean")
+    # The tokenizer is traced once here and called by every text signature.
+    self.tokenize = tf.function(tokenizer.encode, input_signature=[_TEXT])
     # Saving traces every tf.function the module holds, so fill_mask exists only with its head.
     self.fill_mask = None
     if self.masked_lm_head is not None:
       self.fill_mask = tf.function(self._fill_mask, input_signature=[_TEXT])
 
-  def _encode(self, inputs):
-    outputs = self.encoder(inputs, training=False)
-    return {"sequence_output": outputs["sequence_output"], "pooled_output": outputs["pooled_output"]}
+  def _untracked(self, **attributes):
+    """Sets attributes that saving does not follow (tf.Module tracks what is assigned to it)."""
+    for name, value in attributes.items():
+      object.__setattr__(self, name, value)
+
+  def _pack(self, text_a, text_b=None):
+    """The model inputs of texts (pairs when `text_b` is given), tokenized by the one traced tokenizer."""
+    ids_a = self.tokenize(text_a)
+    ids_b = ids_a[:, :0] if text_b is None else self.tokenize(text_b)
+    return self.tokenizer.pack(ids_a, ids_b, self.max_seq_length)
 
   @tf.function(input_signature=[_IDS, _IDS, _IDS])
   def serve(self, input_word_ids, input_mask, input_type_ids):
-    return self._encode({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                         "input_type_ids": input_type_ids})
+    outputs = self.encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                            "input_type_ids": input_type_ids}, training=False)
+    return {"sequence_output": outputs["sequence_output"], "pooled_output": outputs["pooled_output"]}
 
   @tf.function
   def encode_text(self, text_a, text_b=None):
-    inputs = self.tokenizer.encode_and_pack(text_a, text_b, self.max_seq_length)
-    return dict(self._encode(inputs), **inputs)
+    inputs = self._pack(text_a, text_b)
+    return dict(self.serve(**inputs), **inputs)
 
   @tf.function(input_signature=[_TEXT])
   def sentence_embedding(self, text):
-    inputs = self.tokenizer.encode_and_pack(text, None, self.max_seq_length)
-    sequence_output = self.encoder(inputs, training=False)["sequence_output"]
-    return {"embedding": self.sentence_head(sequence_output, inputs["input_mask"])}
+    inputs = self._pack(text)
+    return {"embedding": self.sentence_head(self.serve(**inputs)["sequence_output"], inputs["input_mask"])}
 
   def _fill_mask(self, text):
     """Top-k tokens at each `[MASK]`; slots past a text's `num_masks` have id -1, score 0, token ''."""
-    inputs = self.tokenizer.encode_and_pack(text, None, self.max_seq_length)
-    sequence_output = self.encoder(inputs, training=False)["sequence_output"]
+    inputs = self._pack(text)
+    sequence_output = self.serve(**inputs)["sequence_output"]
     word_ids = inputs["input_word_ids"]
     positions = tf.broadcast_to(tf.range(tf.shape(word_ids)[1]), tf.shape(word_ids))
     mask_positions = tf.ragged.boolean_mask(positions, tf.equal(word_ids, self.tokenizer.mask_id))
@@ -149,11 +159,11 @@ class AlbertClassifierServingModule(AlbertServingModule):
   def __init__(self, model: AlbertClassifier, tokenizer: GraphTokenizer, max_seq_length: int,
                asset_files: Optional[dict] = None):
     super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
-    self.classifier_head = model.classifier_head
+    self._untracked(classifier_head=model.classifier_head)
     self.label_names = None if model.is_regression else tf.constant(model.label_names)
 
   def _classify(self, inputs):
-    logits = self.classifier_head(self.encoder(inputs, training=False)["pooled_output"], training=False)
+    logits = self.classifier_head(self.serve(**inputs)["pooled_output"], training=False)
     if self.label_names is None:
       return {"predictions": logits[:, 0]}
     predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -167,7 +177,7 @@ class AlbertClassifierServingModule(AlbertServingModule):
 
   @tf.function
   def classify_text(self, text_a, text_b=None):
-    return self._classify(self.tokenizer.encode_and_pack(text_a, text_b, self.max_seq_length))
+    return self.classify(**self._pack(text_a, text_b))
 
   def signatures(self):
     return dict(super().signatures(), serving_default=self.classify.get_concrete_function(),
@@ -188,7 +198,6 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
                asset_files: Optional[dict] = None):
     super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
     options.check(max_seq_length)
-    self.model = model
     self.options = options
     self.is_v2 = isinstance(model, AlbertQuestionAnswererV2)
     threshold = options.no_answer_threshold
@@ -230,11 +239,6 @@ class AlbertMultipleChoiceServingModule(AlbertServingModule):
     model: a restored `AlbertMultipleChoice`.
     tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
   """
-
-  def __init__(self, model: AlbertMultipleChoice, tokenizer: GraphTokenizer, max_seq_length: int,
-               asset_files: Optional[dict] = None):
-    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
-    self.model = model
 
   @tf.function(input_signature=[_CHOICE_IDS, _CHOICE_IDS, _CHOICE_IDS])
   def choose(self, input_word_ids, input_mask, input_type_ids):
