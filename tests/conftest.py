@@ -1,17 +1,13 @@
 """Shared fixtures: tiny configs, deterministic random weights, and the shared corpora."""
 
 import contextlib
-import fcntl
 import importlib.util
 import io
 import os
-import pathlib
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -29,37 +25,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 SP8K_MODEL = os.path.join(SHARED, "reference", "sp8k_en_ko.model")
 TOOLS = os.path.join(REPO, "tools")
-# The directory of the inputs that `built_once` builds, one per test run; the controller (or a run without
-# xdist) makes it before the workers start, and they inherit it through the environment.
-ARTIFACTS_ENV = "ALBERT_TF_TEST_ARTIFACTS"
-
-
-def pytest_configure(config):
-  if os.environ.get(ARTIFACTS_ENV) is None and not hasattr(config, "workerinput"):
-    os.environ[ARTIFACTS_ENV] = tempfile.mkdtemp(prefix="albert-tf-test-inputs-")
-    config.albert_tf_artifacts = os.environ[ARTIFACTS_ENV]
-
-
-def pytest_unconfigure(config):
-  directory = getattr(config, "albert_tf_artifacts", None)
-  if directory is not None:
-    shutil.rmtree(directory, ignore_errors=True)
-    del os.environ[ARTIFACTS_ENV]
-
-
-def built_once(name: str, build) -> pathlib.Path:
-  """The directory `name`, built by `build(directory)` once per test run, whichever worker asks first (the others
-  wait for it). Tests only read it: a test that changes files copies them to its own `tmp_path` first."""
-  target = pathlib.Path(os.environ[ARTIFACTS_ENV]) / name
-  with open(f"{target}.lock", "w") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    if not target.exists():
-      staging = pathlib.Path(f"{target}.partial")
-      shutil.rmtree(staging, ignore_errors=True)
-      staging.mkdir(parents=True)
-      build(staging)
-      staging.rename(target)
-  return target
 
 
 def run_tool(tool, *args, in_process=True, timeout=900, cwd=None, env=None) -> subprocess.CompletedProcess:
