@@ -212,12 +212,17 @@ def write(path, lines, encoding="utf-8"):
   return str(path)
 
 
+def write_glue_data(root):
+  """A GLUE download in miniature under `root`: every task's folder and files, a few rows each."""
+  for name, lines in GLUE_FILES.items():
+    write(root / "glue_data" / name, lines)
+  return root / "glue_data"
+
+
 @pytest.fixture
 def glue_dir(tmp_path):
-  """A GLUE download in miniature: every task's folder and files, a few rows each."""
-  for name, lines in GLUE_FILES.items():
-    write(tmp_path / "glue_data" / name, lines)
-  return tmp_path / "glue_data"
+  """`write_glue_data` in the test's own directory."""
+  return write_glue_data(tmp_path)
 
 
 def _skipped(session):

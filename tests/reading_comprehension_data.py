@@ -18,6 +18,7 @@ from albert_tf.training import squad_scoring
 from conftest import SP8K_MODEL, corpus_lines, run_tool
 
 SEQ = 96
+DOC_STRIDE, MAX_QUERY_LENGTH, MAX_ANSWER_LENGTH = 32, 16, 12  # the tools' reading flags
 CONFIG = dict(vocab_size=8000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
               embedding_size=32, max_position_embeddings=SEQ)
 PARENTHESES = re.compile(r"\(([^()]{2,40})\)")
@@ -95,9 +96,10 @@ def squad_tool_run(tmp_path, version):
   flags = [f"--train_file={write_squad(tmp_path / 'train.json', version, 400, seed=1)}",
            f"--predict_file={write_squad(tmp_path / 'dev.json', version, 60, seed=2)}",
            f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_train", "--do_predict",
-           f"--max_seq_length={SEQ}", "--doc_stride=32", "--max_query_length=16", "--max_answer_length=12",
-           "--train_batch_size=16", "--predict_batch_size=16", "--learning_rate=2e-3",
-           "--save_checkpoints_steps=40", "--iterations_per_loop=40"] + (["--dropout_prob=0"] if version == 2 else [])
+           f"--max_seq_length={SEQ}", f"--doc_stride={DOC_STRIDE}", f"--max_query_length={MAX_QUERY_LENGTH}",
+           f"--max_answer_length={MAX_ANSWER_LENGTH}", "--train_batch_size=16", "--predict_batch_size=16",
+           "--learning_rate=2e-3", "--save_checkpoints_steps=40", "--iterations_per_loop=40"] + (
+               ["--dropout_prob=0"] if version == 2 else [])
   return train_resume_and_export(f"run_squad_v{version}", tmp_path, flags, ["--num_train_epochs=3.2"],
                                  ["--num_train_epochs=6.4"])  # 400 / 16 × 3.2 = 80 steps
 

@@ -1,10 +1,11 @@
 """Runs one training job in its own process, for tests that need a fresh TensorFlow runtime.
 
-  python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [--logical_cpus=N] [--strategy_type=...]
-      [--input_pipelines=N]
+  python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [OPTIONS_JSON RESULT_NPZ ...] [--logical_cpus=N]
+      [--strategy_type=...] [--input_pipelines=N]
 
 JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
-fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. The final
+fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. Several
+OPTIONS_JSON RESULT_NPZ pairs run one after the other in this process (one TensorFlow start-up). The final
 trainable weights, the last loss and, for the classifier, the dev metrics and test outputs are saved to
 RESULT_NPZ. `--input_pipelines=N` (pretraining on one device) feeds each step the global batch that N
 input pipelines (hosts) would deliver together: the one-device twin of an N-worker run.
@@ -61,6 +62,9 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
 
 
 if __name__ == "__main__":
-  flags = dict(arg[2:].split("=", 1) for arg in sys.argv[4:])
-  main(sys.argv[1], sys.argv[2], sys.argv[3], int(flags.get("logical_cpus", 1)),
-       flags.get("strategy_type", "one_device"), int(flags.get("input_pipelines", 1)))
+  files = [arg for arg in sys.argv[2:] if not arg.startswith("--")]
+  flags = dict(arg[2:].split("=", 1) for arg in sys.argv[2:] if arg.startswith("--"))
+  for index in range(0, len(files), 2):
+    # The logical devices can only be set before the first run starts the runtime; they stay for the others.
+    main(sys.argv[1], files[index], files[index + 1], int(flags.get("logical_cpus", 1)) if index == 0 else 1,
+         flags.get("strategy_type", "one_device"), int(flags.get("input_pipelines", 1)))

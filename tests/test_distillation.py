@@ -122,20 +122,22 @@ def test_distillation_fits_the_teacher_and_scores_held_out_pairs(tmp_path):
       save_checkpoints_steps=20, iterations_per_loop=20)
   run = finetuning.FineTuning(options, objective, ONE_DEVICE)
 
-  def embed(texts):
-    # The serving signature's embeddings are the model's own (its sentence head). A new module each time: the
-    # run's seeding (tf.random.set_seed) drops the SentencePiece op's resources of tokenizers already used.
+  def embedder():
+    # The serving signature's embeddings are the model's own (its sentence head). One module before training and
+    # one after: the run's seeding (tf.random.set_seed) drops the SentencePiece op's resources of tokenizers
+    # already used.
     module = saved_model.AlbertServingModule(run.model, GraphTokenizer(SP8K_MODEL), SEQ)
-    return module.sentence_embedding(tf.constant(texts))["embedding"].numpy()
+    return lambda texts: module.sentence_embedding(tf.constant(texts))["embedding"].numpy()
 
-  def train_mse():
+  def train_mse(embed):
     train = [pairs[row] for row in objective.rows["train"]]
     target = teacher[objective.rows["train"]]
     return sum(np.mean((embed([getattr(p, side) for p in train]) - target) ** 2) for side in ("source", "translation"))
 
-  before = train_mse()
+  before = train_mse(embedder())
   run.train()
-  assert train_mse() < 0.8 * before  # both sides of the training pairs move toward the teacher
+  embed = embedder()
+  assert train_mse(embed) < 0.8 * before  # both sides of the training pairs move toward the teacher
   last = run.last_eval
   # Every figure, recomputed from the student's own embeddings of the held-out pairs and the STS dev pairs.
 

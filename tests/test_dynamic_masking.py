@@ -108,9 +108,11 @@ def stream(records, recipe, batch_size=4, **kwargs):
 def test_new_masks_every_epoch_the_same_for_the_same_seed(unmasked):
   records, recipe = unmasked
   num_records = sum(count_records(records).values())
-  epochs = num_records * 2 // 4  # batches of 4: two epochs, nearly
-  twice = masks_by_record(stream(records, recipe).take(epochs))
-  again = masks_by_record(stream(records, recipe).take(epochs))
+  # Batches of 32: fewer steps of the iterator for the same records (the masks do not depend on the batch).
+  batch_size = 32
+  epochs = num_records * 2 // batch_size  # two epochs, nearly
+  twice = masks_by_record(stream(records, recipe, batch_size).take(epochs))
+  again = masks_by_record(stream(records, recipe, batch_size).take(epochs))
   assert twice == again
   read_twice = [masks for masks in twice.values() if len(masks) == 2]
   assert len(read_twice) > 0.9 * num_records
@@ -119,17 +121,17 @@ def test_new_masks_every_epoch_the_same_for_the_same_seed(unmasked):
   assert sum(first[0] != second[0] for first, second in read_twice) > 0.9 * len(read_twice)
   # The same also when every epoch reads the records in the same order (one file, no shuffle): the
   # epoch, not only the record's place, draws the masks.
-  unshuffled = masks_by_record(stream(records[:1], recipe, shuffle_window=1).take(
-      count_records(records[:1])[records[0]] * 2 // 4))
+  unshuffled = masks_by_record(stream(records[:1], recipe, batch_size, shuffle_window=1).take(
+      count_records(records[:1])[records[0]] * 2 // batch_size))
   in_order_twice = [masks for masks in unshuffled.values() if len(masks) == 2]
   assert sum(first[0] != second[0] for first, second in in_order_twice) > 0.9 * len(in_order_twice) > 50
-  other_seed = masks_by_record(stream(records, recipe, seed=12).take(epochs // 2))
+  other_seed = masks_by_record(stream(records, recipe, batch_size, seed=12).take(epochs // 2))
   first_epoch = {record: masks[0] for record, masks in twice.items()}
   assert sum(masks[0] != first_epoch[record] for record, masks in other_seed.items()) > 0.9 * len(other_seed)
   # Evaluation reads training's first epoch: the same masks every time.
-  evaluation = masks_by_record(stream(records, recipe, is_training=False))
-  assert evaluation == masks_by_record(stream(records, recipe, is_training=False))
-  assert evaluation == masks_by_record(stream(records, recipe).take(num_records // 4))
+  evaluation = masks_by_record(stream(records, recipe, batch_size, is_training=False))
+  assert evaluation == masks_by_record(stream(records, recipe, batch_size, is_training=False))
+  assert evaluation == masks_by_record(stream(records, recipe, batch_size).take(num_records // batch_size))
 
 
 def test_a_resumed_stream_draws_the_same_masks(unmasked):

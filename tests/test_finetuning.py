@@ -7,6 +7,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +25,9 @@ from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
 from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
+import strategy_worker
 from conftest import (GLUE_FILES, SHARED, SP8K_MODEL, TOOLS, free_ports, kill_once_a_checkpoint_is_written,
-                      requires_shared, run_tool, write)
+                      requires_shared, run_tool, write, write_glue_data)
 
 pytestmark = requires_shared(SP8K_MODEL)
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -227,12 +229,14 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(glue_dir, tmp_path, mon
 def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, tmp_path):
   ports = free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+  # The one-device runs need no runtime of their own: this process computes them while the others run.
+  in_process = ("one", "accumulated")  # accumulated: one device, 2 micro-batches of 2, recomputed
   runs = {"one": ([], None), "mirrored": (["--logical_cpus=2", "--strategy_type=mirrored"], None),
-          "accumulated": ([], None)}  # one device, 2 micro-batches of 2, recomputed
+          "accumulated": ([], None)}
   for index in range(2):
     runs[f"worker{index}"] = (["--strategy_type=multi_worker_mirrored"],
                               json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-  processes = []
+  processes = {}
   for name, (flags, tf_config) in runs.items():
     output_dir = tmp_path / ("workers" if tf_config else name)
     memory = dict(gradient_accumulation_steps=2, recompute_grad=True) if name == "accumulated" else {}
@@ -241,13 +245,18 @@ def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, t
     values = dataclasses.asdict(run_options)
     values.update(albert_config=run_options.albert_config.to_dict(), task_name="mnli-mm")
     (tmp_path / f"{name}.json").write_text(json.dumps(values))
-    environment = dict(os.environ, TF_CONFIG=tf_config) if tf_config else None
-    processes.append(subprocess.Popen(
-        [sys.executable, WORKER, "classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"),
-         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment))
-  for process in processes:
-    output, _ = process.communicate(timeout=600)
-    assert process.returncode == 0, output
+    if name not in in_process:
+      environment = dict(os.environ, TF_CONFIG=tf_config) if tf_config else None
+      # A file, not a pipe: a full pipe would stall the process while this one computes.
+      with open(tmp_path / f"{name}.log", "w") as log:
+        processes[name] = subprocess.Popen(
+            [sys.executable, WORKER, "classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"),
+             *flags], stdout=log, stderr=subprocess.STDOUT, env=environment)
+  for name in in_process:
+    strategy_worker.main("classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"))
+  for name, process in processes.items():
+    process.wait(timeout=600)
+    assert process.returncode == 0, (tmp_path / f"{name}.log").read_text()
   one = np.load(tmp_path / "one.npz")
   assert int(one["replicas"]) == 1
   for name in ("mirrored", "worker0", "worker1", "accumulated"):
@@ -306,23 +315,32 @@ def split_inputs(glue_dir, task, split):
       tf.constant([e.text_a for e in examples]), tf.constant([e.text_b for e in examples]), SEQ), examples
 
 
-def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, tmp_path):
+@pytest.fixture(scope="module")
+def best_of_three_run(tmp_path_factory):
+  """A run whose dev accuracy is 0.4, 0.9, 0.6 at steps 2, 4, 6, exported: its options and results. The tests
+  that check its export read it; only the best checkpoint test adds to its directory (a later evaluation)."""
+  root = tmp_path_factory.mktemp("best_of_three")
+  run_options = options(write_glue_data(root), root / "run", train_step=6, save_checkpoints_steps=2,
+                        keep_checkpoint_max=2, learning_rate=1e-2, export_dir=str(root / "export"))
+  return run_options, finetuning.run(run_options, ScriptedAccuracy(get_task("mnli"), [0.4, 0.9, 0.6]), ONE_DEVICE)
+
+
+def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(best_of_three_run):
   """Dev accuracy 0.4, 0.9, 0.6 at steps 2, 4, 6: step 4's weights are model.ckpt-best, and prediction,
   export and a later evaluation without training all use them, not the last ones."""
   task = get_task("mnli")
-  run_options = options(glue_dir, tmp_path / "run", train_step=6, save_checkpoints_steps=2, keep_checkpoint_max=2,
-                        learning_rate=1e-2, export_dir=str(tmp_path / "export"))
-  results = finetuning.run(run_options, ScriptedAccuracy(task, [0.4, 0.9, 0.6]), ONE_DEVICE)
+  run_options, results = best_of_three_run
+  run_dir, glue_dir = Path(run_options.output_dir), run_options.data_dir
   assert results["weights"].endswith(run_directory.BEST_CHECKPOINT)
-  best_info = run_directory.read_best_info(str(tmp_path / "run"))
+  best_info = run_directory.read_best_info(str(run_dir))
   assert best_info["global_step"] == 4 and best_info["accuracy"] == 0.9  # with every metric of that evaluation
   assert {"loss", "eval_loss", "eval_examples"} <= set(best_info)
   # keep_checkpoint_max=2: model.ckpt-2 is gone; model.ckpt-best keeps step 4's weights after ckpt-4 goes too.
-  assert sorted(p.name for p in (tmp_path / "run").glob("model.ckpt-*.index")) == [
+  assert sorted(p.name for p in run_dir.glob("model.ckpt-*.index")) == [
       "model.ckpt-4.index", "model.ckpt-6.index", "model.ckpt-best.index"]
-  best = restored_classifier(task, str(tmp_path / "run" / run_directory.BEST_CHECKPOINT))
-  step4 = restored_classifier(task, str(tmp_path / "run" / "model.ckpt-4"))
-  step6 = restored_classifier(task, str(tmp_path / "run" / "model.ckpt-6"))
+  best = restored_classifier(task, str(run_dir / run_directory.BEST_CHECKPOINT))
+  step4 = restored_classifier(task, str(run_dir / "model.ckpt-4"))
+  step6 = restored_classifier(task, str(run_dir / "model.ckpt-6"))
   for ours, theirs in zip(best.variables, step4.variables):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.name)
 
@@ -330,9 +348,9 @@ def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, 
   expected = tf.nn.softmax(step4(inputs, training=False)["logits"]).numpy()
   last = tf.nn.softmax(step6(inputs, training=False)["logits"]).numpy()
   assert np.abs(expected - last).max() > 1e-3  # the two choices give different, detectable outputs
-  raw = np.array(read_tsv(tmp_path / "run" / finetuning_objectives.TEST_RESULTS), np.float64)
+  raw = np.array(read_tsv(run_dir / finetuning_objectives.TEST_RESULTS), np.float64)
   np.testing.assert_allclose(raw, expected, atol=1e-5)
-  assert [row[1] for row in read_tsv(tmp_path / "run" / finetuning_objectives.SUBMIT_RESULTS)[1:]] == [
+  assert [row[1] for row in read_tsv(run_dir / finetuning_objectives.SUBMIT_RESULTS)[1:]] == [
       task.label_list[i] for i in expected.argmax(-1)]
   loaded = tf.saved_model.load(results["export"])
   served = loaded.signatures["classify_text_pair"](text_a=tf.constant([e.text_a for e in test_examples]),
@@ -347,14 +365,13 @@ def test_best_checkpoint_is_kept_then_predicted_exported_and_rescored(glue_dir, 
   dev_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(dev_labels, step4(dev_inputs, training=False)["logits"])
   assert rescored["global_step"] == 4
   assert rescored["loss"] == pytest.approx(float(np.mean(dev_loss)), rel=1e-5)
-  assert "global_step = 4" in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
+  assert "global_step = 4" in (run_dir / run_directory.EVAL_RESULTS).read_text()
 
 
-def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_path):
-  results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False,
-                                   export_dir=str(tmp_path / "export")),
-                           ClassifierObjective(get_task("rte")), ONE_DEVICE)
-  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), get_task("rte").label_list)
+def test_exported_classifier_classifies_raw_text_as_keras_does(best_of_three_run):
+  _, results = best_of_three_run
+  label_list = get_task("mnli").label_list
+  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), label_list)
   checkpoint_lib.restore_checkpoint(model, results["weights"])
   text_a = ["A place of sorrow, after the pope was buried.", "Dana Reeve died."]
   text_b = ["The pope was buried.", "Reeve is alive and well."]
@@ -364,8 +381,7 @@ def test_exported_classifier_classifies_raw_text_as_keras_does(glue_dir, tmp_pat
   loaded = tf.saved_model.load(results["export"])
   pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(text_a), text_b=tf.constant(text_b))
   np.testing.assert_allclose(pair["probabilities"], expected, atol=1e-5)
-  assert [label.decode() for label in pair["labels"].numpy()] == [
-      get_task("rte").label_list[i] for i in expected.argmax(-1)]
+  assert [label.decode() for label in pair["labels"].numpy()] == [label_list[i] for i in expected.argmax(-1)]
   ids = loaded.signatures["serving_default"](**inputs)
   np.testing.assert_allclose(ids["probabilities"], expected, atol=1e-5)
   single = loaded.classify_text(tf.constant(text_a))

@@ -21,6 +21,7 @@ from albert_tf.training import distribution, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
 from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, free_ports,
                       kill_once_a_checkpoint_is_written, requires_shared, run_tool)
+import strategy_worker
 
 pytestmark = requires_shared(SP8K_MODEL)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
@@ -62,14 +63,28 @@ def options(records, output_dir, **changes):
   return pretraining.PretrainingOptions(**values)
 
 
-def run_worker(tmp_path, name, run_options, *flags):
-  options_file = tmp_path / f"{name}.json"
+def options_file(tmp_path, name, run_options):
+  path = tmp_path / f"{name}.json"
   values = dataclasses.asdict(run_options)
   values["albert_config"] = run_options.albert_config.to_dict()
-  options_file.write_text(json.dumps(values))
+  path.write_text(json.dumps(values))
+  return str(path)
+
+
+def run_worker(tmp_path, name, run_options, *flags):
   result_file = tmp_path / f"{name}.npz"
-  return subprocess.Popen([sys.executable, WORKER, "pretraining", str(options_file), str(result_file), *flags],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), result_file
+  return subprocess.Popen([sys.executable, WORKER, "pretraining", options_file(tmp_path, name, run_options),
+                           str(result_file), *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True), result_file
+
+
+def one_device_reference(tmp_path, name, run_options, input_pipelines=1):
+  """The worker's results of `run_options` on one device, computed in this process (while the processes of
+  the strategy under test run): the device is not the subject."""
+  result_file = tmp_path / f"{name}.npz"
+  strategy_worker.main("pretraining", options_file(tmp_path, name, run_options), str(result_file),
+                       input_pipelines=input_pipelines)
+  return result_file
 
 
 def finish(process, timeout=600):
@@ -108,11 +123,12 @@ def test_loss_is_googles_formula():
 
 
 def test_mirrored_over_two_cpus_equals_one_device(records, tmp_path):
-  one, one_result = run_worker(tmp_path, "one", options(records, tmp_path / "one"))
-  finish(one)
   two, two_result = run_worker(tmp_path, "two", options(records, tmp_path / "two"), "--logical_cpus=2",
                                "--strategy_type=mirrored")
-  finish(two)
+  try:
+    one_result = one_device_reference(tmp_path, "one", options(records, tmp_path / "one"))
+  finally:
+    finish(two)
   one_values, two_values = np.load(one_result), np.load(two_result)
   assert int(two_values["replicas"]) == 2 and int(one_values["replicas"]) == 1
   assert abs(float(one_values["loss"]) - float(two_values["loss"])) <= 1e-5
@@ -134,10 +150,12 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
     finally:
       del os.environ["TF_CONFIG"]
   # One device fed the global batches of both input pipelines (each worker reads every other file).
-  reference, reference_result = run_worker(tmp_path, "reference", options(records, tmp_path / "reference"),
-                                           "--input_pipelines=2")
-  for process, _ in processes + [(reference, None)]:
-    finish(process)
+  try:
+    reference_result = one_device_reference(tmp_path, "reference", options(records, tmp_path / "reference"),
+                                            input_pipelines=2)
+  finally:
+    for process, _ in processes:
+      finish(process)
   first, second = (np.load(result) for _, result in processes)
   one_device = np.load(reference_result)
   assert int(first["replicas"]) == 2 and int(one_device["replicas"]) == 1

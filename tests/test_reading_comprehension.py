@@ -15,17 +15,16 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.data import squad
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
-from albert_tf.serving import saved_model
 from albert_tf.serving.answer_spans import QuestionAnsweringOptions
-from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory, squad_predictions, squad_scoring
 from albert_tf.training.finetuning_objectives import SUBMIT_RESULTS
 from albert_tf.training import reading_objectives
 from albert_tf.training.reading_objectives import TFLITE_FILE
 from conftest import SP8K_MODEL, requires_shared, run_tool
-from reading_comprehension_data import (CONFIG, PARENTHESES, POOLS, QUESTION, SEQ, dev_questions, first_span_baseline,
-                                        read_json, squad_tool_run, train_resume_and_export, write_config, write_squad)
+from reading_comprehension_data import (CONFIG, DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH, PARENTHESES, POOLS,
+                                        QUESTION, SEQ, dev_questions, first_span_baseline, read_json, squad_tool_run,
+                                        train_resume_and_export, write_config, write_squad)
 
 pytestmark = requires_shared(SP8K_MODEL)
 
@@ -34,6 +33,12 @@ pytestmark = requires_shared(SP8K_MODEL)
 def squad_v1(tmp_path_factory):
   tmp_path = tmp_path_factory.mktemp("squad_v1")
   return tmp_path, squad_tool_run(tmp_path, version=1)
+
+
+@pytest.fixture(scope="module")
+def squad_v1_export(squad_v1):
+  """The tool's SavedModel loaded once: the tests only call its signatures."""
+  return tf.saved_model.load(str(squad_v1[0] / "export" / "1"))
 
 
 def test_squad_v1_tool_learns_resumes_and_writes_googles_files(squad_v1):
@@ -58,18 +63,18 @@ def test_squad_v1_tool_learns_resumes_and_writes_googles_files(squad_v1):
   assert squad_scoring.squad_v1_scores(dataset, predictions)["f1"] == pytest.approx(best["f1"])
 
 
-def test_exported_v1_model_answers_raw_text_as_the_evaluation_does_and_tflite_agrees(squad_v1):
+def test_exported_v1_model_answers_raw_text_as_the_evaluation_does_and_tflite_agrees(squad_v1, squad_v1_export):
   tmp_path, _ = squad_v1
   export = tmp_path / "export" / "1"
   predictions = read_json(tmp_path / "run" / squad_predictions.PREDICTIONS_FILE)
   examples = dev_questions(str(tmp_path / "dev.json"))
-  loaded = tf.saved_model.load(str(export))
+  loaded = squad_v1_export
   served = loaded.signatures["answer_question"](question=tf.constant([e.question_text for e in examples]),
                                                 context=tf.constant([e.context_text for e in examples]))
   assert [text.decode("utf-8") for text in served["answer"].numpy()] == [predictions[e.qas_id] for e in examples]
 
-  features = squad.convert_examples_to_features(examples[:3], SentencePieceTokenizer(SP8K_MODEL), SEQ, 32, 16,
-                                                is_training=False)
+  features = squad.convert_examples_to_features(examples[:3], SentencePieceTokenizer(SP8K_MODEL), SEQ, DOC_STRIDE,
+                                                MAX_QUERY_LENGTH, is_training=False)
   runner = tf.lite.Interpreter(model_path=str(export / TFLITE_FILE)).get_signature_runner()
   for feature in features:
     ids = np.array([feature.padded_input_ids(SEQ)], np.int32)
@@ -82,30 +87,28 @@ def test_exported_v1_model_answers_raw_text_as_the_evaluation_does_and_tflite_ag
       np.testing.assert_allclose(lite[name], saved[name].numpy(), atol=1e-4, rtol=0)
 
 
-def test_in_graph_windows_and_spans_are_the_python_features_and_predictions(squad_v1):
-  """Long contexts read in many doc-stride windows: `answer_question`'s answers are the evaluation's."""
+def test_in_graph_windows_and_spans_are_the_python_features_and_predictions(squad_v1, squad_v1_export):
+  """Long contexts read in many doc-stride windows: the export's `answer_question` answers as the evaluation."""
   run_dir, _ = squad_v1
   model, _ = build_model_for_checkpoint(albert_tf.AlbertConfig(**CONFIG), str(run_dir / "run" / "model.ckpt-best"))
   examples = dev_questions(str(run_dir / "dev.json"))[:24]
-  # Each context after two unrelated sentences, so the answer sits in a later window or across two.
+  # Each context after four unrelated sentences, so the answer sits in a later window or across two.
   rng = random.Random(5)
   filler = POOLS["en"][1] + POOLS["ko"][1]
-  examples = [squad.SquadExample(e.qas_id, e.question_text, f"{rng.choice(filler)} {rng.choice(filler)} "
-                                 f"{e.context_text}", "", -1, False, e.gold_answers) for e in examples]
-  seq, stride, max_answer = 48, 12, 12
-  features = squad.convert_examples_to_features(examples, SentencePieceTokenizer(SP8K_MODEL), seq, stride, 16,
-                                                is_training=False)
+  examples = [squad.SquadExample(e.qas_id, e.question_text, " ".join(rng.choice(filler) for _ in range(4)) +
+                                 f" {e.context_text}", "", -1, False, e.gold_answers) for e in examples]
+  # The run's reading settings, which the export reads as the run did.
+  features = squad.convert_examples_to_features(examples, SentencePieceTokenizer(SP8K_MODEL), SEQ, DOC_STRIDE,
+                                                MAX_QUERY_LENGTH, is_training=False)
   assert len(features) > 3 * len(examples)  # many windows per question
-  inputs = {"input_word_ids": tf.constant([f.padded_input_ids(seq) for f in features]),
-            "input_mask": tf.constant([f.input_mask(seq) for f in features]),
-            "input_type_ids": tf.constant([f.segment_ids(seq) for f in features])}
+  inputs = {"input_word_ids": tf.constant([f.padded_input_ids(SEQ) for f in features]),
+            "input_mask": tf.constant([f.input_mask(SEQ) for f in features]),
+            "input_type_ids": tf.constant([f.segment_ids(SEQ) for f in features])}
   logits = model(inputs)
   expected = squad_predictions.v1_predictions(examples, features, logits["start_logits"].numpy(),
-                                              logits["end_logits"].numpy(), 20, max_answer).answers
-  module = saved_model.AlbertQuestionAnsweringServingModule(model, GraphTokenizer(SP8K_MODEL), seq,
-                                                            QuestionAnsweringOptions(16, stride, max_answer))
-  served = module.answer_question(tf.constant([e.question_text for e in examples]),
-                                  tf.constant([e.context_text for e in examples]))
+                                              logits["end_logits"].numpy(), 20, MAX_ANSWER_LENGTH).answers
+  served = squad_v1_export.signatures["answer_question"](question=tf.constant([e.question_text for e in examples]),
+                                                         context=tf.constant([e.context_text for e in examples]))
   assert [text.decode("utf-8") for text in served["answer"].numpy()] == [expected[e.qas_id] for e in examples]
 
 

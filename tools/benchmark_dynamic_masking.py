@@ -122,11 +122,12 @@ def main(argv):
       model(model.dummy_inputs(), training=False)
       optimizer = loop.create_optimizer(model, "float32", loop.OptimizerSettings("lamb", 1e-4, 100000, 100))
     step = loop.replica_train_step(model, optimizer, objective, loss_scaling=False)
+    time_steps = capacity.train_step_timer(strategy, step)  # one tracing for both kinds and every round
 
     def examples_per_second(kind):
       iterator = iter(strategy.experimental_distribute_dataset(
           batches(files[kind], recipes[kind], counts[kind], FLAGS.train_batch_size)))
-      seconds = capacity.time_train_steps(strategy, step, iterator, FLAGS.warmup_steps, FLAGS.timed_steps)
+      seconds = time_steps(iterator, FLAGS.warmup_steps, FLAGS.timed_steps)
       return FLAGS.timed_steps * FLAGS.train_batch_size / seconds
 
     rates = {kind: [] for kind in KINDS}

@@ -99,7 +99,7 @@ def time_steps(config: AlbertConfig, strategy: tf.distribute.Strategy):
       tf.distribute.InputOptions(experimental_fetch_to_device=True))
   step = loop.replica_train_step(model, optimizer, objective, FLAGS.mixed_precision == "float16", FLAGS.jit_compile,
                                  FLAGS.gradient_accumulation_steps)
-  seconds = capacity.time_train_steps(strategy, step, iter(dataset), FLAGS.warmup_steps, FLAGS.timed_steps)
+  seconds = capacity.train_step_timer(strategy, step)(iter(dataset), FLAGS.warmup_steps, FLAGS.timed_steps)
   examples_per_second = FLAGS.timed_steps * FLAGS.train_batch_size / seconds
   print(f"config: {FLAGS.albert_config_file} ({model.count_params():,} parameters), batch "
         f"{FLAGS.train_batch_size} ({FLAGS.gradient_accumulation_steps} x micro-batch {micro_batch} per replica), "

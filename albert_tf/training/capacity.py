@@ -7,28 +7,34 @@ from typing import Callable, Iterator
 import tensorflow as tf
 
 
-def time_train_steps(strategy: tf.distribute.Strategy, step: Callable, batches: Iterator, warmup_steps: int,
-                     timed_steps: int) -> float:
-  """The seconds `timed_steps` steps take, in one `tf.function` call, after `warmup_steps` (tracing included).
+def train_step_timer(strategy: tf.distribute.Strategy, step: Callable) -> Callable[[Iterator, int, int], float]:
+  """A function (batches, warmup_steps, timed_steps) -> the seconds `timed_steps` steps take, in one
+  `tf.function` call, after `warmup_steps` (tracing included).
+
+  The steps are traced once for every iterator of the same element spec, so that inputs compared with one
+  timer (a benchmark's rounds and kinds of records) pay for one tracing.
 
   Args:
     strategy: the strategy `step` runs under.
     step: the per-replica step (`loop.replica_train_step`): a batch -> its sums.
-    batches: an iterator of a distributed dataset.
   """
 
   @tf.function
-  def run_steps(num_steps):
+  def run_steps(batches, num_steps):
     total = tf.constant(0.0)
     for _ in tf.range(num_steps):
       sums = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(step, args=(next(batches),)), axis=None)
       total += sums[0]
     return total
 
-  run_steps(tf.constant(warmup_steps)).numpy()
-  start = time.time()
-  run_steps(tf.constant(timed_steps)).numpy()
-  return time.time() - start
+  def seconds(batches: Iterator, warmup_steps: int, timed_steps: int) -> float:
+    """`batches`: an iterator of a distributed dataset."""
+    run_steps(batches, tf.constant(warmup_steps)).numpy()
+    start = time.time()
+    run_steps(batches, tf.constant(timed_steps)).numpy()
+    return time.time() - start
+
+  return seconds
 
 
 def largest_fitting_size(start: int, ceiling: int, fits: Callable[[int], bool]) -> int:
