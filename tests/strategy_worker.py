@@ -11,6 +11,7 @@ RESULT_NPZ. `--input_pipelines=N` (pretraining on one device) feeds each step th
 input pipelines (hosts) would deliver together: the one-device twin of an N-worker run.
 """
 
+import dataclasses
 import json
 import sys
 
@@ -31,6 +32,15 @@ def global_batches_of_pipelines(run, num_pipelines):
   batches = tf.data.Dataset.zip(per_pipeline).map(
       lambda *parts: tf.nest.map_structure(lambda *tensors: tf.concat(tensors, 0), *parts))
   return run.strategy.experimental_distribute_dataset(batches)
+
+
+def write_options(path, run_options, **extra) -> str:
+  """Writes `run_options` (and `extra` fields, such as a classifier's `task_name`) as `main` reads them."""
+  values = dataclasses.asdict(run_options)
+  values.update(albert_config=run_options.albert_config.to_dict(), **extra)
+  with open(path, "w") as writer:
+    json.dump(values, writer)
+  return str(path)
 
 
 def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_device", input_pipelines=1):

@@ -242,9 +242,7 @@ def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, t
     memory = dict(gradient_accumulation_steps=2, recompute_grad=True) if name == "accumulated" else {}
     run_options = options(glue_dir, output_dir, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
                           train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0, **memory)
-    values = dataclasses.asdict(run_options)
-    values.update(albert_config=run_options.albert_config.to_dict(), task_name="mnli-mm")
-    (tmp_path / f"{name}.json").write_text(json.dumps(values))
+    strategy_worker.write_options(tmp_path / f"{name}.json", run_options, task_name="mnli-mm")
     if name not in in_process:
       environment = dict(os.environ, TF_CONFIG=tf_config) if tf_config else None
       # A file, not a pipe: a full pipe would stall the process while this one computes.

@@ -1,8 +1,6 @@
 """Further pretraining on small hardware: gradient accumulation, activation recomputation, MLM-only."""
 
-import dataclasses
 import glob
-import json
 import os
 import random
 import subprocess
@@ -22,6 +20,7 @@ from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import capacity, distribution, loop, pretraining, run_directory
 from conftest import SHARED, SP8K_MODEL, padded_batch, randomize, requires_shared, run_tool, tiny_config
+import strategy_worker
 
 pytestmark = requires_shared(SP8K_MODEL)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
@@ -86,10 +85,8 @@ def test_micro_batches_on_two_mirrored_replicas_reach_the_weights_of_one_batch(r
   files = []  # options and result of each run
   for optimizer in ("lamb", "adamw"):
     run_options = options(records, tmp_path / optimizer, optimizer=optimizer, gradient_accumulation_steps=4)
-    values = dataclasses.asdict(run_options)
-    values["albert_config"] = run_options.albert_config.to_dict()
-    (tmp_path / f"{optimizer}.json").write_text(json.dumps(values))
-    files += [str(tmp_path / f"{optimizer}.json"), str(tmp_path / f"{optimizer}.npz")]
+    files += [strategy_worker.write_options(tmp_path / f"{optimizer}.json", run_options),
+              str(tmp_path / f"{optimizer}.npz")]
   worker = subprocess.run([sys.executable, WORKER, "pretraining", *files, "--logical_cpus=2",
                            "--strategy_type=mirrored"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=1200)

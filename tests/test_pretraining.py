@@ -64,11 +64,7 @@ def options(records, output_dir, **changes):
 
 
 def options_file(tmp_path, name, run_options):
-  path = tmp_path / f"{name}.json"
-  values = dataclasses.asdict(run_options)
-  values["albert_config"] = run_options.albert_config.to_dict()
-  path.write_text(json.dumps(values))
-  return str(path)
+  return strategy_worker.write_options(tmp_path / f"{name}.json", run_options)
 
 
 def run_worker(tmp_path, name, run_options, *flags):
