@@ -285,8 +285,8 @@ def test_a_version_directory_appears_only_once_complete(tmp_path, monkeypatch):
   save = tf.saved_model.save
   seen_while_saving = []
 
-  def save_then_fail(module, path, signatures):
-    save(module, path, signatures=signatures)
+  def save_then_fail(module, path, signatures, options):
+    save(module, path, signatures=signatures, options=options)
     seen_while_saving.append(sorted(os.listdir(export_dir)))
     raise KeyboardInterrupt("stopped while exporting")
 

@@ -267,8 +267,8 @@ def test_an_interrupted_export_leaves_nothing_behind(tmp_path, monkeypatch):
   save = tf.saved_model.save
   seen_while_saving = []
 
-  def save_then_stop(module, path, signatures=None):
-    save(module, path, signatures=signatures)
+  def save_then_stop(module, path, signatures=None, options=None):
+    save(module, path, signatures=signatures, options=options)
     seen_while_saving.append(sorted(os.listdir(tmp_path)))
     raise KeyboardInterrupt("stopped while exporting")
 

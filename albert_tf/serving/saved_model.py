@@ -29,7 +29,6 @@ The config, the SentencePiece model and its tokenizer options travel along as `a
 `assets/spiece.model` and `assets/spiece.tokenizer_options.json`.
 """
 
-import functools
 import os
 import shutil
 import tempfile
@@ -43,6 +42,7 @@ from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead
 from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.serving import answer_spans
 from albert_tf.serving.answer_spans import QuestionAnsweringOptions
+from albert_tf.serving.tracing import graph_function, tracing_as_saving
 from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
 
@@ -53,9 +53,6 @@ _TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
 _QUESTION = tf.TensorSpec([None], tf.string, name="question")
 _CONTEXT = tf.TensorSpec([None], tf.string, name="context")
 _CHOICE_IDS = tf.TensorSpec([None, None, None], tf.int32)
-# The exported functions hold no Python control flow on tensors: autograph's conversion of them (and of
-# tensorflow_text underneath) would only cost time, over a third of a question-answering export's.
-_graph_function = functools.partial(tf.function, autograph=False)
 
 
 class AlbertServingModule(tf.Module):
@@ -83,11 +80,11 @@ class AlbertServingModule(tf.Module):
     self.fill_mask_top_k = fill_mask_top_k
     self.assets = {name: tf.saved_model.Asset(path) for name, path in (asset_files or {}).items()}
     # The tokenizer is traced once here and called by every text signature.
-    self.tokenize = _graph_function(tokenizer.encode, input_signature=[_TEXT])
+    self.tokenize = graph_function(tokenizer.encode, input_signature=[_TEXT])
     # Saving traces every tf.function the module holds, so fill_mask exists only with its head.
     self.fill_mask = None
     if self.masked_lm_head is not None:
-      self.fill_mask = _graph_function(self._fill_mask, input_signature=[_TEXT])
+      self.fill_mask = graph_function(self._fill_mask, input_signature=[_TEXT])
 
   def _untracked(self, **attributes):
     """Sets attributes that saving does not follow (tf.Module tracks what is assigned to it)."""
@@ -100,18 +97,18 @@ class AlbertServingModule(tf.Module):
     ids_b = ids_a[:, :0] if text_b is None else self.tokenize(text_b)
     return self.tokenizer.pack(ids_a, ids_b, self.max_seq_length)
 
-  @_graph_function(input_signature=[_IDS, _IDS, _IDS])
+  @graph_function(input_signature=[_IDS, _IDS, _IDS])
   def serve(self, input_word_ids, input_mask, input_type_ids):
     outputs = self.encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
                             "input_type_ids": input_type_ids}, training=False)
     return {"sequence_output": outputs["sequence_output"], "pooled_output": outputs["pooled_output"]}
 
-  @_graph_function()
+  @graph_function()
   def encode_text(self, text_a, text_b=None):
     inputs = self._pack(text_a, text_b)
     return dict(self.serve(**inputs), **inputs)
 
-  @_graph_function(input_signature=[_TEXT])
+  @graph_function(input_signature=[_TEXT])
   def sentence_embedding(self, text):
     inputs = self._pack(text)
     return {"embedding": self.sentence_head(self.serve(**inputs)["sequence_output"], inputs["input_mask"])}
@@ -174,12 +171,12 @@ class AlbertClassifierServingModule(AlbertServingModule):
     return {"probabilities": tf.nn.softmax(logits), "predictions": predictions,
             "labels": tf.gather(self.label_names, predictions)}
 
-  @_graph_function(input_signature=[_IDS, _IDS, _IDS])
+  @graph_function(input_signature=[_IDS, _IDS, _IDS])
   def classify(self, input_word_ids, input_mask, input_type_ids):
     return self._classify({"input_word_ids": input_word_ids, "input_mask": input_mask,
                            "input_type_ids": input_type_ids})
 
-  @_graph_function()
+  @graph_function()
   def classify_text(self, text_a, text_b=None):
     return self.classify(**self._pack(text_a, text_b))
 
@@ -208,7 +205,7 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
     self.no_answer_threshold = tf.constant(float("inf") if threshold is None else threshold, tf.float32)
     # Saving traces every tf.function the module holds: only the one of this model's inputs exists (v2's
     # head also takes p_mask).
-    self.serve_spans = _graph_function(self._spans, input_signature=[_IDS] * (4 if self.is_v2 else 3))
+    self.serve_spans = graph_function(self._spans, input_signature=[_IDS] * (4 if self.is_v2 else 3))
 
   def _spans(self, input_word_ids, input_mask, input_type_ids, p_mask=None):
     inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
@@ -216,7 +213,7 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
       inputs["p_mask"] = p_mask
     return self.model(inputs, training=False)
 
-  @_graph_function(input_signature=[_QUESTION, _CONTEXT])
+  @graph_function(input_signature=[_QUESTION, _CONTEXT])
   def answer_question(self, question, context):
     windows = answer_spans.question_windows(self.tokenizer, question, context, self.max_seq_length, self.options)
     outputs = self.model(windows["inputs"], training=False)
@@ -244,7 +241,7 @@ class AlbertMultipleChoiceServingModule(AlbertServingModule):
     tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
   """
 
-  @_graph_function(input_signature=[_CHOICE_IDS, _CHOICE_IDS, _CHOICE_IDS])
+  @graph_function(input_signature=[_CHOICE_IDS, _CHOICE_IDS, _CHOICE_IDS])
   def choose(self, input_word_ids, input_mask, input_type_ids):
     logits = self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
                          "input_type_ids": input_type_ids}, training=False)["logits"]
@@ -322,7 +319,9 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     if tf.io.gfile.exists(staging_dir):
       tf.io.gfile.rmtree(staging_dir)
     try:
-      tf.saved_model.save(module, staging_dir, signatures=module.signatures())
+      with tracing_as_saving() as save_options:
+        signatures = module.signatures()
+      tf.saved_model.save(module, staging_dir, signatures=signatures, options=save_options)
     except BaseException:  # Ctrl-C too: leave nothing half-written behind
       if tf.io.gfile.exists(staging_dir):
         tf.io.gfile.rmtree(staging_dir)

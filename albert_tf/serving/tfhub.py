@@ -29,6 +29,7 @@ from typing import Callable, Optional, Sequence
 import tensorflow as tf
 
 from albert_tf.errors import OptionError
+from albert_tf.serving.tracing import graph_function, tracing_as_saving
 from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
 
@@ -71,7 +72,7 @@ class ReusableCallable(tf.train.Checkpoint):
     def forward(inputs, training=False):
       return call(inputs, training=training)
 
-    self.__call__ = tf.function(forward)
+    self.__call__ = graph_function(forward)
     for training in (False, True):
       self.__call__.get_concrete_function(input_spec, training=training)
 
@@ -102,7 +103,7 @@ class HubEncoder(ReusableCallable):
 
       self.mlm = ReusableCallable(mlm, encoder.variables + masked_lm_head.variables, _MLM_INPUTS)
 
-    @tf.function(input_signature=[_ids_spec(name) for name in INPUT_NAMES])
+    @graph_function(input_signature=[_ids_spec(name) for name in INPUT_NAMES])
     def serve(input_word_ids, input_mask, input_type_ids):
       outputs = encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
                          "input_type_ids": input_type_ids}, training=False)
@@ -135,23 +136,23 @@ class HubPreprocessor(tf.train.Checkpoint):
     self.keep_accents = tf.Variable(tokenizer.keep_accents, trainable=False, name="keep_accents")
 
     self.tokenize = tf.train.Checkpoint()
-    self.tokenize.__call__ = tf.function(tokenizer.encode, input_signature=[_TEXT])
+    self.tokenize.__call__ = graph_function(tokenizer.encode, input_signature=[_TEXT])
     special_tokens = {"vocab_size": tokenizer.vocab_size, "start_of_sequence_id": tokenizer.cls_id,
                       "end_of_segment_id": tokenizer.sep_id, "padding_id": tokenizer.pad_id,
                       "mask_id": tokenizer.mask_id}
     self.tokenize.get_special_tokens_dict = tf.train.Checkpoint()
-    self.tokenize.get_special_tokens_dict.__call__ = tf.function(
+    self.tokenize.get_special_tokens_dict.__call__ = graph_function(
         lambda: {name: tf.constant(value, tf.int32) for name, value in special_tokens.items()}, input_signature=[])
 
     def bert_pack_inputs(segments, seq_length=max_seq_length):
       return tokenizer.pack(segments[0], segments[1] if len(segments) == 2 else segments[0][:, :0], seq_length)
 
     self.bert_pack_inputs = tf.train.Checkpoint()
-    self.bert_pack_inputs.__call__ = tf.function(bert_pack_inputs)
+    self.bert_pack_inputs.__call__ = graph_function(bert_pack_inputs)
     for num_segments in (1, 2):
       self.bert_pack_inputs.__call__.get_concrete_function([_SEGMENT] * num_segments, seq_length=_SEQ_LENGTH)
 
-    self.__call__ = tf.function(lambda sentences: tokenizer.encode_and_pack(sentences, None, max_seq_length),
+    self.__call__ = graph_function(lambda sentences: tokenizer.encode_and_pack(sentences, None, max_seq_length),
                                 input_signature=[_TEXT])
 
 
@@ -205,11 +206,15 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
     shutil.copyfile(spm_model_file, spiece_file)
     options_file = tokenizer_options.write_options(spiece_file, options)
     try:
-      encoder = HubEncoder(model, config_file)
-      tf.saved_model.save(encoder, os.path.join(staging_dir, ENCODER_DIR),
-                          signatures={"serving_default": encoder.serve.get_concrete_function()})
-      preprocessor = HubPreprocessor(tokenizer, max_seq_length, spiece_file, options_file)
-      tf.saved_model.save(preprocessor, os.path.join(staging_dir, PREPROCESSOR_DIR))
+      # The callables trace their variants as they are built: under saving's context, so that each is traced once.
+      with tracing_as_saving() as save_options:
+        encoder = HubEncoder(model, config_file)
+        signatures = {"serving_default": encoder.serve.get_concrete_function()}
+      tf.saved_model.save(encoder, os.path.join(staging_dir, ENCODER_DIR), signatures=signatures,
+                          options=save_options)
+      with tracing_as_saving() as save_options:
+        preprocessor = HubPreprocessor(tokenizer, max_seq_length, spiece_file, options_file)
+      tf.saved_model.save(preprocessor, os.path.join(staging_dir, PREPROCESSOR_DIR), options=save_options)
     except BaseException:  # Ctrl-C too: leave nothing half-written behind
       if tf.io.gfile.exists(staging_dir):
         tf.io.gfile.rmtree(staging_dir)
