@@ -15,7 +15,7 @@ import importlib
 _PUBLIC = {
     "AlbertClassifier": "albert_tf.modeling.classifier",
     "AlbertConfig": "albert_tf.modeling.config",
-    "AlbertConfigError": "albert_tf.modeling.config",
+    "AlbertConfigError": "albert_tf.errors",
     "AlbertEncoder": "albert_tf.modeling.encoder",
     "AlbertMultipleChoice": "albert_tf.modeling.question_answering",
     "AlbertPretrainer": "albert_tf.modeling.pretrainer",

@@ -28,3 +28,19 @@ class TrainingError(AlbertError, RuntimeError):
 
 class OutputError(AlbertError, OSError):
   """An output that cannot be written (no space left, no permission); nothing partial is left behind."""
+
+
+class CorpusError(DataError):
+  """Input text that cannot be used: missing, empty, or not UTF-8."""
+
+
+class TaskError(DataError):
+  """A task name, format or data file that cannot be used."""
+
+
+class AlbertConfigError(AlbertError, ValueError):
+  """A config file or dict that does not describe a valid ALBERT model."""
+
+
+class CheckpointMismatchError(AlbertError, ValueError):
+  """A checkpoint whose variables do not fit the model; the message lists every difference."""

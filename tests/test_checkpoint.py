@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.errors import CheckpointMismatchError
+from albert_tf.modeling.checkpoints import restore_checkpoint, save_checkpoint
 import albert_tf
-from albert_tf.modeling.checkpoints import CheckpointMismatchError, restore_checkpoint, save_checkpoint
 from conftest import padded_batch, randomize, tiny_config
 
 

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from albert_tf import AlbertConfig, AlbertConfigError
+from albert_tf import AlbertConfig
+from albert_tf.errors import AlbertConfigError
 from conftest import REPO
 
 CONFIGS = os.path.join(REPO, "configs")

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import albert_tf
+from albert_tf.errors import CheckpointMismatchError
 from albert_tf.interop import conversion
 from albert_tf.interop.huggingface import export_to_hf, hf_state_dict, read_safetensors
-from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.interop.weight_names import named_weights
-from albert_tf.modeling.checkpoints import (CheckpointMismatchError, build_model_for_checkpoint,
-                                            restore_available_parts, save_checkpoint)
+from albert_tf.modeling.checkpoints import build_model_for_checkpoint, restore_available_parts, save_checkpoint
+from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.training import pretraining
+import albert_tf
 from conftest import SP8K_MODEL, padded_batch, randomize, requires_shared, run_tool, tiny_config
 
 TOLERANCE = 1e-4
@@ -281,7 +281,6 @@ def test_missing_sources_and_existing_output_are_refused(tmp_path):
     conversion.convert("google", str(tmp_path / "google"), str(tmp_path / "out"),
                        albert_config_file=str(tmp_path / "config.json"))
   assert (tmp_path / "out" / "model.ckpt.index").read_bytes() == b"kept"
-
 
 
 def test_pytorch_weights_without_pytorch_installed_are_a_clear_error(tmp_path, monkeypatch):

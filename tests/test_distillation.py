@@ -8,13 +8,13 @@ import pytest
 import scipy.stats
 import tensorflow as tf
 
-import albert_tf
 from albert_tf.data import parallel_text
-from albert_tf.errors import DataError, OptionError
+from albert_tf.errors import DataError, OptionError, TaskError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distillation, distribution, finetuning, run_directory
+import albert_tf
 from conftest import SHARED, SP8K_MODEL, randomize, requires_shared, run_tool, write
 
 PARALLEL = os.path.join(SHARED, "parallel", "en_ko_messages.tsv")
@@ -161,7 +161,7 @@ def test_distillation_fits_the_teacher_and_scores_held_out_pairs(tmp_path):
                                                       str(tmp_path / "run" / run_directory.BEST_CHECKPOINT))
   assert (best.pooling, best.projection_dim) == ("cls", 16)
   # A rerun that asks for another head is refused before anything changes.
-  with pytest.raises(albert_tf.data.tasks.TaskError, match="pooling cls and projection_dim 16; this run asks for "
+  with pytest.raises(TaskError, match="pooling cls and projection_dim 16; this run asks for "
                                                            "pooling mean"):
     finetuning.FineTuning(options, distillation.DistillationObjective(pairs, teacher, 8, 1, None, "mean", 16),
                           ONE_DEVICE)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import albert_tf
 from albert_tf.data import tasks
-from albert_tf.errors import OptionError
+from albert_tf.errors import OptionError, TaskError
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
 from albert_tf.training import finetuning_objectives, sts_evaluation
+import albert_tf
 from conftest import SHARED, SP8K_MODEL, STSB_HEADER, STSB_ROW, randomize_text_sensitive, run_tool, tiny_config
 
 MAX_SEQ_LENGTH = 32
@@ -173,14 +173,14 @@ def test_model_flags_that_do_not_name_one_model_are_refused(values, message):
 
 
 def test_only_scored_pairs_are_evaluated():
-  with pytest.raises(tasks.TaskError, match="--task_name=mrpc is a classification; sentence similarity needs scored "
+  with pytest.raises(TaskError, match="--task_name=mrpc is a classification; sentence similarity needs scored "
                                             "text pairs: sts-b, .*or tsv with --tsv_text_b_column and "
                                             "--tsv_is_regression"):
     finetuning_objectives.check_similarity_task(tasks.get_task("mrpc"))
   single = tasks.get_task("tsv", tasks.TsvFormat(text_a_column=0, label_column=1, is_regression=True))
-  with pytest.raises(tasks.TaskError, match="--task_name=tsv is a regression of single texts"):
+  with pytest.raises(TaskError, match="--task_name=tsv is a regression of single texts"):
     finetuning_objectives.check_similarity_task(single)
   assert {"sts-b", "korsts", "klue-sts"} <= set(finetuning_objectives.similarity_task_names())
   one_pair = [tasks.Example("dev-1", "a", "b", 1.0)]
-  with pytest.raises(tasks.TaskError, match="1 scored pair"):
+  with pytest.raises(TaskError, match="1 scored pair"):
     sts_evaluation.evaluate(one_pair, lambda texts: np.ones([len(texts), 2]))

@@ -14,10 +14,9 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-import albert_tf
 from albert_tf.data import finetuning_dataset
-from albert_tf.data.tasks import TaskError, TsvFormat, get_task
-from albert_tf.errors import TrainingError
+from albert_tf.data.tasks import TsvFormat, get_task
+from albert_tf.errors import TaskError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
@@ -25,6 +24,7 @@ from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
 from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
+import albert_tf
 import strategy_worker
 from conftest import (GLUE_FILES, SHARED, SP8K_MODEL, TOOLS, free_ports, kill_once_a_checkpoint_is_written,
                       requires_shared, run_tool, write, write_glue_data)

@@ -10,11 +10,12 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-import albert_tf
 from albert_tf.data import tasks
-from albert_tf.data.tasks import KNOWN_TASKS, KOREAN_NLI, YNAT_TOPICS, Example, TaskError, get_task
+from albert_tf.data.tasks import KNOWN_TASKS, KOREAN_NLI, YNAT_TOPICS, Example, get_task
+from albert_tf.errors import TaskError
 from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
 from albert_tf.training.finetuning_objectives import ClassifierObjective
+import albert_tf
 from conftest import SHARED, SP8K_MODEL, corpus_lines, requires_shared, run_tool
 
 MESSAGES = os.path.join(SHARED, "parallel", "en_ko_messages.tsv")

@@ -9,11 +9,10 @@ import sys
 import pytest
 import tensorflow as tf
 
-from albert_tf.data.pretraining_writer import CorpusError
-from albert_tf.data.tasks import TaskError
-from albert_tf.errors import AlbertError, DataError, InputFileError, OptionError, TrainingError
-from albert_tf.modeling.checkpoints import CheckpointMismatchError
-from albert_tf.modeling.config import AlbertConfigError
+
+from albert_tf.errors import AlbertConfigError, AlbertError, CheckpointMismatchError, CorpusError, DataError, InputFileError, OptionError, TaskError, TrainingError
+
+
 from albert_tf.training import distribution, pretraining
 from conftest import REPO
 

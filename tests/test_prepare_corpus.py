@@ -12,8 +12,8 @@ import pytest
 from albert_tf.data import corpus_preparation
 from albert_tf.data import corpus_preparation_beam
 from albert_tf.data.corpus_preparation import PreparationOptions, prepare_corpus
-from albert_tf.data.pretraining_corpus import CorpusError, read_documents
-from albert_tf.errors import DataError, OptionError
+from albert_tf.data.pretraining_corpus import read_documents
+from albert_tf.errors import CorpusError, DataError, OptionError
 from albert_tf.text.sentence_splitting import BoundaryScores, SentenceSplitter, boundary_scores, clean_text
 from conftest import REPO, SHARED, requires_shared, run_tool
 

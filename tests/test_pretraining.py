@@ -12,13 +12,13 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-import albert_tf
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
-from albert_tf.errors import TrainingError
+from albert_tf.errors import CheckpointMismatchError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import distribution, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
+import albert_tf
 from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, free_ports,
                       kill_once_a_checkpoint_is_written, requires_shared, run_tool)
 import strategy_worker
@@ -364,7 +364,7 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   other = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**dict(CONFIG, intermediate_size=40)))
   other(other.dummy_inputs())
   checkpoint_lib.save_checkpoint(other, str(tmp_path / "other" / "ckpt"))
-  with pytest.raises(checkpoint_lib.CheckpointMismatchError, match="intermediate/kernel: model \\[32, 64\\]"):
+  with pytest.raises(CheckpointMismatchError, match="intermediate/kernel: model \\[32, 64\\]"):
     pretraining.Pretraining(options(records, tmp_path / "c", init_checkpoint=str(tmp_path / "other")), strategy)
   # A run directory of another config: refused, its files untouched.
   pretraining.run(options(records, tmp_path / "d", num_train_steps=3), strategy)

@@ -10,7 +10,7 @@ from albert_tf.data import beam_support
 from albert_tf.data import pretraining_beam
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.data.pretraining_corpus import TokenizerSpec
-from albert_tf.errors import DataError, InputFileError
+from albert_tf.errors import CorpusError, DataError, InputFileError
 from conftest import REPO, SHARED, SP8K_MODEL, requires_shared, run_tool
 
 pytestmark = requires_shared(SP8K_MODEL)
@@ -72,7 +72,7 @@ def test_a_worker_that_cannot_read_its_file_names_it(tmp_path):
   failure = RuntimeError("Pipeline failed:\nTraceback (most recent call last):\n  ...\nalbert_tf.errors."
                          f"InputFileError: {link}: cannot be read (No such file or directory). [while running "
                          "'ReadDocuments/ParDo(_ReadDocuments)']\n")
-  error = beam_support.worker_error(failure, (pretraining_beam.CorpusError,))
+  error = beam_support.worker_error(failure, (CorpusError,))
   assert type(error) is InputFileError and str(error) == f"{link}: cannot be read (No such file or directory)."
   assert beam_support.worker_error(RuntimeError("OOM in a worker")) is None
 

@@ -14,7 +14,7 @@ from albert_tf.data.example_encoding import FEATURE_NAMES
 from albert_tf.data.instances import InstanceOptions, is_start_piece
 from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
-from albert_tf.errors import DataError
+from albert_tf.errors import CorpusError, DataError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from conftest import SHARED, SP8K_MODEL, TOOLS, requires_shared, run_tool
 
@@ -273,7 +273,7 @@ def test_single_segment_policies(tmp_path):
 def test_skip_policy_with_only_single_sentences_is_a_clear_error(tmp_path):
   corpus = tmp_path / "short.txt"
   corpus.write_text("One sentence.\n\nAnother one.\n")
-  with pytest.raises(pd.CorpusError, match="No train instance could be made"):
+  with pytest.raises(CorpusError, match="No train instance could be made"):
     create(tmp_path, [str(corpus)], single_segment_policy="skip")
 
 
@@ -285,7 +285,7 @@ def test_bad_input_is_reported_and_nothing_is_written(tmp_path):
     create(tmp_path, [str(tmp_path / "missing.txt")])
   empty = tmp_path / "empty.txt"
   empty.write_text("\n\n  \n")
-  with pytest.raises(pd.CorpusError, match="corpus is empty"):
+  with pytest.raises(CorpusError, match="corpus is empty"):
     create(tmp_path, [str(empty)])
   broken = tmp_path / "broken.txt"
   broken.write_bytes("첫 줄입니다.\n둘째 줄.\n".encode() + b"bad \xff\xfe bytes\n")
@@ -521,7 +521,7 @@ def test_bad_held_out_flags_are_refused(tmp_path):
                                (dict(eval_output_files=[good], eval_fraction=0.1), "none of the input files")):
     with pytest.raises(ValueError, match=message):
       create(tmp_path, [good], run_options=run_options)
-  with pytest.raises(pd.CorpusError, match="No document was held out"):
+  with pytest.raises(CorpusError, match="No document was held out"):
     create(tmp_path, [good], run_options=dict(eval_output_files=[str(tmp_path / "e")], eval_fraction=0.001))
   assert sorted(os.listdir(tmp_path)) == []
 

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from albert_tf.data import tasks
-from albert_tf.data.tasks import KNOWN_TASKS, Example, TaskError, TsvFormat, get_task
-from albert_tf.errors import DataError
+from albert_tf.data.tasks import KNOWN_TASKS, Example, TsvFormat, get_task
+from albert_tf.errors import DataError, TaskError
 from conftest import GLUE_FILES, SHARED, requires_shared, write
 
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")

@@ -13,6 +13,7 @@ from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.data import tasks
+from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.training import finetuning
 from albert_tf.training import loop
@@ -104,7 +105,7 @@ def task_from_flags() -> tasks.Task:
   if FLAGS.task_name.lower() != "tsv":
     given = [f"--{name}" for name in _TSV_FLAGS if FLAGS[name].present]
     if given:
-      raise tasks.TaskError(f"{', '.join(given)} describe a tsv task's files; --task_name={FLAGS.task_name} "
+      raise TaskError(f"{', '.join(given)} describe a tsv task's files; --task_name={FLAGS.task_name} "
                             "has its own layout.")
     return tasks.get_task(FLAGS.task_name)
   tsv_format = tasks.TsvFormat(

@@ -20,12 +20,11 @@ import os
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.data import pretraining_corpus
-from albert_tf.workers import Progress, ordered_workers
-from albert_tf.data.pretraining_corpus import CorpusError
-from albert_tf.errors import DataError, InputFileError, OptionError, OutputError
+from albert_tf.errors import CorpusError, DataError, InputFileError, OptionError, OutputError
 from albert_tf.files import check_inputs_and_outputs, file_size, partial_path, read_utf8_lines
 from albert_tf.text import korean_analyzers
 from albert_tf.text.sentence_splitting import AUTO, KOREAN, SentenceSplitter, clean_text
+from albert_tf.workers import Progress, ordered_workers
 
 INPUT_FORMATS = ("paragraphs", "lines", "jsonl")
 # A block of raw text closes once it holds this much text: the unit of splitting work.

@@ -22,7 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from albert_tf.data import beam_support
 from albert_tf.data import corpus_preparation
 from albert_tf.data.corpus_preparation import PreparationOptions, PreparationSummary
-from albert_tf.data.pretraining_corpus import CorpusError
+from albert_tf.errors import CorpusError
 from albert_tf.files import partial_path
 from albert_tf.text.sentence_splitting import SentenceSplitter
 

@@ -25,8 +25,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from albert_tf.data import beam_support
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
-from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
-                                               TokenizerSpec)
+from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, InstanceMaker, TokenizerSpec
+from albert_tf.errors import CorpusError
 from albert_tf.files import file_size, partial_path
 
 class _ReadDocuments(beam.DoFn):

@@ -32,7 +32,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
 from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
                                       is_start_piece, plan_segment_pairs)
-from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.errors import InputFileError, OptionError
 from albert_tf.files import check_inputs_and_outputs, file_exists, make_directory, read_bytes, read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -41,10 +41,6 @@ TRAIN, EVAL = "train", "eval"
 MAX_DOCUMENT_CHARACTERS = 4 * 1024 * 1024
 # Shuffle keys are 64-bit; buckets are ranges of keys, named by their top bits.
 KEY_BITS = 64
-
-
-class CorpusError(DataError):
-  """Input text that cannot be used: missing, empty, or not UTF-8."""
 
 
 @dataclasses.dataclass(frozen=True)

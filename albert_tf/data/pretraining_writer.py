@@ -28,15 +28,14 @@ import numpy as np
 
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.external_shuffle import ShuffleBuckets, encode_by_bucket
-from albert_tf.workers import Progress, ordered_workers
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
-from albert_tf.data.pretraining_corpus import (EVAL, TRAIN, CorpusError, DataSummary, InstanceMaker,
-                                               TokenizerSpec)
+from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, InstanceMaker, TokenizerSpec
 from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
-from albert_tf.errors import OptionError, OutputError
+from albert_tf.errors import CorpusError, OptionError, OutputError
 from albert_tf.files import partial_path
+from albert_tf.workers import Progress, ordered_workers
 
-__all__ = ["CorpusError", "DataSummary", "TokenizerSpec", "create_pretraining_data"]
+__all__ = ["DataSummary", "TokenizerSpec", "create_pretraining_data"]
 
 # A block of text closes once it holds this much text (or this many documents): the unit of tokenizing work.
 BLOCK_CHARACTERS = 256 * 1024

@@ -28,7 +28,7 @@ import math
 import os
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.errors import DataError, InputFileError
+from albert_tf.errors import DataError, InputFileError, TaskError
 from albert_tf.files import read_utf8_lines
 
 SPLITS = ("train", "dev", "test")
@@ -41,10 +41,6 @@ SplitFiles = Union[str, Tuple[str, ...]]
 # (label as written: text in a TSV file, a JSON value in a JSON one; "<file>, line <n>" or ", record <i>")
 # -> the label; raises `TaskError` for a bad one.
 LabelParser = Callable[[object, str], Label]
-
-
-class TaskError(DataError):
-  """A task name, format or data file that cannot be used."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,12 +18,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.errors import AlbertConfigError, CheckpointMismatchError, DataError, InputFileError, OptionError
 from albert_tf.interop.huggingface import read_safetensors
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling import checkpoints as checkpoint_lib
-from albert_tf.modeling.checkpoints import CHECKPOINT_NAME, CheckpointMismatchError
-from albert_tf.modeling.config import CONFIG_FILE, GOOGLE_LEGACY_KEYS, AlbertConfig, AlbertConfigError
+from albert_tf.modeling.checkpoints import CHECKPOINT_NAME
+from albert_tf.modeling.config import CONFIG_FILE, GOOGLE_LEGACY_KEYS, AlbertConfig
 from albert_tf.modeling.encoder import LAYER_NORM_EPSILON
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.tokenizer import SentencePieceTokenizer

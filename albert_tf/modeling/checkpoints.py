@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf.errors import AlbertError, InputFileError
+from albert_tf.errors import CheckpointMismatchError, InputFileError
 from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -48,10 +48,6 @@ SENTENCE_HEAD = "sentence_head"
 SENTENCE_EMBEDDING_INFO = "sentence_embedding"
 _VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
 _MAX_LISTED = 25
-
-
-class CheckpointMismatchError(AlbertError, ValueError):
-  """A checkpoint whose variables do not fit the model; the message lists every difference."""
 
 
 def resolve_checkpoint_path(path: str) -> str:

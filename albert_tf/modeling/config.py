@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any, Dict, Optional
 
-from albert_tf.errors import AlbertError, InputFileError, OptionError
+from albert_tf.errors import AlbertConfigError, InputFileError, OptionError
 
 # The config's file name in a run, export or conversion directory (Google's).
 CONFIG_FILE = "albert_config.json"
@@ -23,10 +23,6 @@ ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_exact", "relu", "t
 # Keys Google's released files carry but its model never reads. Kept on a round trip, otherwise ignored.
 GOOGLE_LEGACY_KEYS = ("down_scale_factor", "gap_size", "net_structure_type", "num_memory_blocks",
                       "layers_to_keep")
-
-
-class AlbertConfigError(AlbertError, ValueError):
-  """A config file or dict that does not describe a valid ALBERT model."""
 
 
 @dataclasses.dataclass

@@ -19,12 +19,12 @@ import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit
 from albert_tf.data.parallel_text import ParallelPair, split_pairs
-from albert_tf.data.tasks import Example, Task, TaskError
-from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.data.tasks import Example, Task
+from albert_tf.errors import DataError, InputFileError, OptionError, TaskError
 from albert_tf.serving import sentence_embedders
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
-from albert_tf.training.finetuning_objectives import (SentenceEncoderObjective, check_similarity_task,
+from albert_tf.training.finetuning_objectives import (SentenceEncoderDefaults, check_similarity_task,
                                                       pack_pairs_apart)
 
 TASK_NAME = "distillation"
@@ -100,7 +100,11 @@ def retrieval_accuracy(queries: np.ndarray, candidates: np.ndarray, candidate_te
   return float(np.mean(texts[best] == texts))
 
 
-class DistillationObjective(SentenceEncoderObjective):
+_NO_TEST_SPLIT = ("Distillation has no test split to predict (--do_predict); score an STS test set with "
+                  "tools/evaluate_sts.py.")
+
+
+class DistillationObjective(SentenceEncoderDefaults):
   """The student learns the teacher's embedding of each source for the source and for its translation.
 
   Args:
@@ -109,7 +113,7 @@ class DistillationObjective(SentenceEncoderObjective):
     dev_size: pairs held out (drawn by `seed`) to score checkpoints; the others are trained on.
     seed: the seed of the held-out draw.
     sts_task: an STS task whose dev split is scored too (Spearman, Pearson); None for none.
-    pooling, projection_dim: the student's (see `SentenceEncoderObjective`).
+    pooling, projection_dim: the student's (see `SentenceEncoderDefaults`).
 
   Raises:
     DataError: a teacher without a row per pair, or a hold-out leaving nothing to train on.
@@ -142,8 +146,7 @@ class DistillationObjective(SentenceEncoderObjective):
   def read_examples(self, data_dir: Optional[str], split: str) -> List[Example]:
     """The parallel pairs of `split`; for dev, then the STS task's dev examples when there is one."""
     if split == "test":
-      raise OptionError("Distillation has no test split to predict (--do_predict); score an STS test set with "
-                        "tools/evaluate_sts.py.")
+      raise OptionError(_NO_TEST_SPLIT)
     if split == "dev" and not self.dev_size:
       raise OptionError("--do_eval scores held-out pairs: set --parallel_dev_size above 0.")
     examples = [ParallelExample(f"line-{self.pairs[row].line_number}", self.pairs[row].source,
@@ -204,3 +207,8 @@ class DistillationObjective(SentenceEncoderObjective):
       values["sts_spearman"] = metrics_lib.spearman(cosines, source["scores"])
       values["sts_pearson"] = metrics_lib.pearson(cosines, source["scores"])
     return values
+
+  def prediction_files(self, outputs, split: EncodedSplit, output_dir: str) -> Dict[str, str]:
+    """None: a run refuses --do_predict when it reads its splits, before anything is built."""
+    del outputs, split, output_dir
+    raise OptionError(_NO_TEST_SPLIT)

@@ -3,7 +3,8 @@
 One driver, `FineTuning`, runs every fine-tuning job; what differs lives in an objective: in
 `finetuning_objectives` a classifier (Google's `run_classifier.py`) or a Sentence-BERT encoder, in
 `distillation` a sentence encoder distilled from a teacher's embeddings, in
-`reading_objectives` SQuAD v1 and v2 (`run_squad_v1.py`, `run_squad_v2.py`) and RACE (`run_race.py`).
+`reading_objectives` SQuAD v1 and v2 (`run_squad_v1.py`, `run_squad_v2.py`) and RACE (`run_race.py`). What the
+driver needs of an objective is `FineTuningObjective`.
 
 A run reads and checks every split it needs before building anything, so bad data fails before training.
 Training resumes from the last checkpoint of `output_dir` (model, optimizer, step, input position); every
@@ -17,7 +18,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Protocol
 
 import numpy as np
 import tensorflow as tf
@@ -28,6 +29,7 @@ from albert_tf.files import write_atomically
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
+from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
 from albert_tf.training import distribution
 from albert_tf.training import loop
@@ -71,6 +73,51 @@ class FineTuningOptions:
   recompute_grad: bool = False  # recompute the shared block's activations in the backward pass
 
 
+class FineTuningObjective(loop.TrainingObjective, Protocol):
+  """A fine-tuning job: its data, model, evaluation, prediction files and export, besides its loss.
+
+  `finetuning_objectives.FineTuningDefaults` holds the members most jobs share.
+  """
+
+  has_head: bool  # a task head that fine-tuning initialises (a classifier's, SQuAD's); False: the encoder alone
+
+  def read_examples(self, data_dir: Optional[str], split: str):
+    """The examples of `split` ("train", "dev", "test"), checked (bad data raises before anything is built)."""
+
+  def learn_from_train(self, examples) -> None:
+    """Learns what the job takes from the train split before encoding (a TSV task's labels)."""
+
+  def run_info(self) -> Dict:
+    """What `task.json` records of the run, so that a resume or an export rebuilds the same model."""
+
+  def adopt_run_info(self, info: Dict, output_dir: str) -> None:
+    """Takes an earlier run's `task.json` of `output_dir`, or refuses a run of another job or labels."""
+
+  def encode(self, examples, tokenizer, max_seq_length: int, description: str) -> EncodedSplit:
+    """The model's inputs, labels and example ids of `examples`."""
+
+  def build_model(self, config: AlbertConfig, dropout_prob: float, recompute_grad: bool = False):
+    """The model to fine-tune, its head freshly initialised."""
+
+  def predict(self, model, batch):
+    """The outputs that evaluation and prediction files read, of one batch (a tensor or a dict of them)."""
+
+  def evaluation_metrics(self, outputs, split: EncodedSplit) -> Dict[str, float]:
+    """Every metric of the job on `split`, with `primary_metric` among them."""
+
+  def prediction_files(self, outputs, split: EncodedSplit, output_dir: str) -> Dict[str, str]:
+    """The prediction files of `split`, as file name -> text."""
+
+  def exported_model(self, model):
+    """What `--export_dir` serves: the model itself, or the part of it that serves (a sentence encoder)."""
+
+  def serving_options(self, output_dir: str) -> Optional[QuestionAnsweringOptions]:
+    """How the export reads questions (SQuAD's reading flags, and v2's threshold), or None."""
+
+  def export_files(self, model, export_path: str, max_seq_length: int) -> List[str]:
+    """Writes what the job exports besides the SavedModel into `export_path`; returns the paths."""
+
+
 class FineTuning:
   """One fine-tuning run of `FineTuningOptions` with an objective.
 
@@ -79,11 +126,11 @@ class FineTuning:
 
   Args:
     options: the run's settings.
-    objective: one of `finetuning_objectives` or `reading_objectives`.
+    objective: the job (one of `finetuning_objectives`, `distillation` or `reading_objectives`).
     strategy: the `tf.distribute` strategy.
   """
 
-  def __init__(self, options: FineTuningOptions, objective, strategy: tf.distribute.Strategy):
+  def __init__(self, options: FineTuningOptions, objective: FineTuningObjective, strategy: tf.distribute.Strategy):
     self.options = options
     self.objective = objective
     self.strategy = strategy
@@ -276,7 +323,7 @@ class FineTuning:
     return path
 
 
-def run(options: FineTuningOptions, objective, strategy: tf.distribute.Strategy) -> Dict[str, object]:
+def run(options: FineTuningOptions, objective: FineTuningObjective, strategy: tf.distribute.Strategy) -> Dict[str, object]:
   """Trains, evaluates, predicts and exports as `options` say; returns what each step produced."""
   run_state = FineTuning(options, objective, strategy)
   results = {}

@@ -6,12 +6,10 @@
 - `SentenceSimilarityObjective` (Sentence-BERT): each text encoded alone, pooled (mean, `[CLS]` or max),
   optionally projected, L2-normalised; the cosine of a pair regresses its score scaled to [0, 1]; evaluated
   by Spearman correlation. `distillation.DistillationObjective` trains the same encoder from a teacher's
-  embeddings; both derive from `SentenceEncoderObjective`.
+  embeddings; both derive from `SentenceEncoderDefaults`.
 
-Each gives `loop.Trainer` its loss and metrics (`sum_names`, `progress_groups`, `loss_normalizers`,
-`replica_loss`, `metrics_from_sums`), and the driver its model (`build_model`), inputs (`read_examples`,
-`encode`), evaluation (`predict`, `evaluation_metrics`), prediction files (`prediction_files`) and export
-(`exported_model`, `serving_options`, `export_files`); `FineTuningObjective` holds what most of them share.
+Each is a `finetuning.FineTuningObjective`: `loop.Trainer`'s loss and metrics, and the driver's model, inputs,
+evaluation, prediction files and export; `FineTuningDefaults` holds what most of them share.
 `reading_objectives` holds the reading-comprehension ones.
 """
 
@@ -22,8 +20,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences, pack_texts
-from albert_tf.data.tasks import KNOWN_TASKS, Example, Task, TaskError, get_task
-from albert_tf.errors import OptionError
+from albert_tf.data.tasks import KNOWN_TASKS, Example, Task, get_task
+from albert_tf.errors import OptionError, TaskError
 from albert_tf.modeling.checkpoints import SENTENCE_EMBEDDING_INFO
 from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.config import AlbertConfig
@@ -54,7 +52,7 @@ def with_google_names(metrics: Dict[str, float]) -> Dict[str, float]:
   return dict(metrics, **google)
 
 
-class FineTuningObjective:
+class FineTuningDefaults:
   """What objectives share unless they say otherwise: the examples of their `task`, nothing learned from the
   train split, a loss averaged over examples, and the fine-tuned model itself exported as a SavedModel."""
 
@@ -91,7 +89,7 @@ def prediction_tables(guids: List[str], predictions: List[str], raw: List[List[f
   }
 
 
-class ClassifierObjective(FineTuningObjective):
+class ClassifierObjective(FineTuningDefaults):
   """Google's `run_classifier`: the task's classes (cross-entropy) or its score (squared error).
 
   Args:
@@ -182,7 +180,7 @@ class ClassifierObjective(FineTuningObjective):
                              probabilities.tolist())
 
 
-class SentenceEncoderObjective(FineTuningObjective):
+class SentenceEncoderDefaults(FineTuningDefaults):
   """What the sentence-encoder objectives share: an `AlbertSentenceEncoder` of the chosen pooling and
   projection (recorded in the run's task.json, so that later runs, exports and `build_model_for_checkpoint`
   rebuild the same model), a mean loss over examples, and the whole encoder exported.
@@ -235,7 +233,7 @@ class SentenceEncoderObjective(FineTuningObjective):
     return model
 
 
-class SentenceSimilarityObjective(SentenceEncoderObjective):
+class SentenceSimilarityObjective(SentenceEncoderDefaults):
   """Sentence-BERT's siamese regression: the cosine of two embeddings fits the pair's scaled score.
 
   Args:
@@ -243,7 +241,7 @@ class SentenceSimilarityObjective(SentenceEncoderObjective):
       and a score).
     score_range: the (lowest, highest) score, mapped to cosines 0 and 1; default the extremes of the train
       split (STS-B's are 0 and 5), or of an earlier run of the same output_dir.
-    pooling, projection_dim: the sentence encoder's (see `SentenceEncoderObjective`).
+    pooling, projection_dim: the sentence encoder's (see `SentenceEncoderDefaults`).
 
   Raises:
     TaskError: a task that is not a regression of pairs, or an empty score range.

@@ -8,8 +8,9 @@
 - `Trainer`: runs an objective's steps, many inside one `tf.function` (the TPU host loop), ending at every
   checkpoint and progress line, with a readable line per loop (step, losses, accuracy, learning rate,
   examples/s, ETA), TensorBoard scalars, and a stop with a clear error on a non-finite loss. It takes the
-  objective as one object (orbit's `StandardTrainer` shape): anything with `sum_names`, `progress_groups`,
-  `loss_normalizers(batch)`, `replica_loss(model)` and `metrics_from_sums(sums)`.
+  objective as one object (orbit's `StandardTrainer` shape), a `TrainingObjective`.
+- `TrainingObjective`: what the loop (and each driver) needs of an objective, pretraining's and every
+  fine-tuning one (`finetuning.FineTuningObjective` adds what the fine-tuning driver needs).
 """
 
 import contextlib
@@ -17,7 +18,7 @@ import dataclasses
 import random
 import sys
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -30,6 +31,29 @@ from albert_tf.training import optimization
 from albert_tf.training import run_directory
 
 MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+class TrainingObjective(Protocol):
+  """The loss and metrics of a run, as `Trainer` (and each driver's evaluation) uses them.
+
+  A step returns per-replica sums of statistics, not metrics: metrics are ratios of sums over the global batch
+  and the steps of a host loop, so they do not depend on how the batch is split over replicas and micro-batches.
+  """
+
+  sum_names: Sequence[str]  # the statistics a step sums, in the order of `replica_loss`'s sums
+  progress_groups: Sequence[Sequence[str]]  # the metrics of a progress line, group by group
+  primary_metric: str  # the metric `model.ckpt-best` is chosen by (higher is better)
+
+  def loss_normalizers(self, batch) -> tf.Tensor:
+    """float32 `[N]`: what the loss divides by (masked positions, examples), from the batch's inputs alone."""
+
+  def replica_loss(self, model) -> Callable[[Dict, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]:
+    """A function of (batch, `loss_normalizers` summed over the global batch) that returns this batch's share
+    of the global-batch loss (the shares of every micro-batch and replica add up to it) and its sums, float32
+    `[len(sum_names)]`."""
+
+  def metrics_from_sums(self, sums) -> Dict[str, float]:
+    """The metrics, `loss` among them, of sums over steps and the global batch."""
 
 
 @contextlib.contextmanager
@@ -152,7 +176,7 @@ def _split_into_micro_batches(tensor, num_micro_batches: int):
   return tf.reshape(tensor, tf.concat([[num_micro_batches, -1], tf.shape(tensor)[1:]], 0))
 
 
-def replica_train_step(model, optimizer, objective, loss_scaling: bool, jit_compile: bool = False,
+def replica_train_step(model, optimizer, objective: TrainingObjective, loss_scaling: bool, jit_compile: bool = False,
                        gradient_accumulation_steps: int = 1):
   """The per-replica training step: forward, loss, backward (per micro-batch), all-reduce, clip to global
   norm 1.0, one update.
@@ -160,11 +184,7 @@ def replica_train_step(model, optimizer, objective, loss_scaling: bool, jit_comp
   Args:
     model: the built model (called once), whose trainable variables are updated.
     optimizer: its optimizer (a `LossScaleOptimizer` when `loss_scaling`).
-    objective: gives `loss_normalizers(batch)`, a float32 vector of the counts the loss divides by (masked
-      positions, examples), computed from the inputs alone; and `replica_loss(model)`, a function of
-      (batch, those counts summed over the whole global batch) that returns (loss, sums): `loss` is this
-      batch's share of the global-batch loss (the shares of every micro-batch and replica add up to the loss
-      of the whole batch), `sums` a float32 vector of statistics to report (`objective.sum_names`).
+    objective: the `TrainingObjective` (its `loss_normalizers`, `replica_loss` and `sum_names`).
     loss_scaling: scale the loss for float16.
     jit_compile: compile the whole step with XLA, as on a TPU.
     gradient_accumulation_steps: micro-batches this replica's batch is split into; their gradients are summed
@@ -246,8 +266,7 @@ class Trainer:
   Args:
     strategy: the `tf.distribute` strategy the run was built in.
     run: the run's `RunState`.
-    objective: the loss and metrics (`sum_names`, `progress_groups`, `loss_normalizers`, `replica_loss`,
-      `metrics_from_sums`).
+    objective: the loss and metrics.
     global_batch_size: examples per step (per optimizer update).
     jit_compile: compile the step with XLA.
     gradient_accumulation_steps: micro-batches per replica and step (see `replica_train_step`); the driver
@@ -255,8 +274,8 @@ class Trainer:
     after_step: runs inside the host loop after each step, beside the step counter (input positions).
   """
 
-  def __init__(self, strategy: tf.distribute.Strategy, run: RunState, objective, global_batch_size: int,
-               jit_compile: bool = False, after_step: Optional[Callable[[], None]] = None,
+  def __init__(self, strategy: tf.distribute.Strategy, run: RunState, objective: TrainingObjective,
+               global_batch_size: int, jit_compile: bool = False, after_step: Optional[Callable[[], None]] = None,
                gradient_accumulation_steps: int = 1):
     self.strategy = strategy
     self.run = run

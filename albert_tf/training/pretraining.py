@@ -29,10 +29,9 @@ from albert_tf.data import pretraining_dataset
 from albert_tf.data import record_files
 from albert_tf.data import dynamic_masking
 from albert_tf.data.instances import MaskingRecipe
-from albert_tf.errors import OptionError, TrainingError
+from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
 from albert_tf.files import expand_input_patterns
 from albert_tf.modeling import checkpoints as checkpoint_lib
-from albert_tf.modeling.checkpoints import CheckpointMismatchError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.pretrainer import AlbertPretrainer
 from albert_tf.training import distribution

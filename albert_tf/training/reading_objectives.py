@@ -21,8 +21,7 @@ import tensorflow as tf
 
 from albert_tf.data import race, squad
 from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences
-from albert_tf.data.tasks import TaskError
-from albert_tf.errors import OptionError
+from albert_tf.errors import OptionError, TaskError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
@@ -31,7 +30,7 @@ from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training import run_directory, squad_predictions, squad_scoring
-from albert_tf.training.finetuning_objectives import (FineTuningObjective, prediction_tables, safe_ratio,
+from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables, safe_ratio,
                                                       with_google_names)
 
 TFLITE_FILE = "albert_model.tflite"  # Google's run_squad_v1 name
@@ -72,7 +71,7 @@ class SquadSettings:
   end_n_top: int = 5
 
 
-class SquadObjective(FineTuningObjective):
+class SquadObjective(FineTuningDefaults):
   """Google's SQuAD fine-tuning, v1 or v2.
 
   Args:
@@ -140,17 +139,18 @@ class SquadObjective(FineTuningObjective):
           feature_left_file=s.predict_feature_left_file)
     return self._predict_split
 
-  def encode(self, split: squad.SquadSplit, tokenizer, max_seq_length: int, description: str) -> EncodedSplit:
-    """The windows as rows: `[CLS] question [SEP] window [SEP]`, labels (start, end, is_impossible)."""
+  def encode(self, examples: squad.SquadSplit, tokenizer, max_seq_length: int, description: str) -> EncodedSplit:
+    """The windows of `examples` (what `read_examples` read) as rows, `[CLS] question [SEP] window [SEP]`, and
+    their labels (start, end, is_impossible)."""
     del tokenizer, description  # the features were made with the Python tokenizer, which aligns characters
     if max_seq_length != self.max_seq_length:
       raise OptionError(f"SQuAD features of length {self.max_seq_length} cannot fill rows of {max_seq_length}.")
-    features = split.features
+    features = examples.features
     if not features:
       raise TaskError("No SQuAD features: every example was skipped.")
     labels = np.array([[f.start_position, f.end_position, int(f.is_impossible)] for f in features], np.int32)
     packed = _packed([f.input_ids for f in features], [f.context_offset for f in features])
-    return EncodedSplit({"inputs": packed}, labels, [str(f.unique_id) for f in features], max_seq_length, split)
+    return EncodedSplit({"inputs": packed}, labels, [str(f.unique_id) for f in features], max_seq_length, examples)
 
   # --- model and loss ------------------------------------------------------------------------------------
 
@@ -272,7 +272,7 @@ def run_serving_options(checkpoint_prefix: str) -> Optional[QuestionAnsweringOpt
       no_answer_threshold=best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
 
 
-class MultipleChoiceObjective(FineTuningObjective):
+class MultipleChoiceObjective(FineTuningDefaults):
   """Google's RACE fine-tuning: a score per option, cross-entropy of their softmax.
 
   Args:

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from albert_tf.data import tasks
-from albert_tf.errors import OptionError
+from albert_tf.errors import OptionError, TaskError
 from albert_tf.serving import sentence_embedders
 from albert_tf.serving.sentence_embedders import Embedder
 from albert_tf.training import metrics
@@ -91,10 +91,10 @@ def evaluate(examples: Sequence[tasks.Example], embed: Embedder) -> StsEvaluatio
   for example in examples:
     if example.text_b is None or example.label is None:
       missing = "second text" if example.text_b is None else "score"
-      raise tasks.TaskError(f"Example {example.guid} has no {missing}: STS evaluation needs scored pairs (is the "
+      raise TaskError(f"Example {example.guid} has no {missing}: STS evaluation needs scored pairs (is the "
                             "split unlabeled, as GLUE's test files?).")
   if len(examples) < 2:
-    raise tasks.TaskError(f"{len(examples)} scored pair(s): a correlation needs at least two.")
+    raise TaskError(f"{len(examples)} scored pair(s): a correlation needs at least two.")
   texts = list(dict.fromkeys(text for example in examples for text in (example.text_a, example.text_b)))
   row = {text: index for index, text in enumerate(texts)}
   embeddings = np.asarray(embed(texts))
