@@ -108,7 +108,7 @@ BUGS = {
         "classes = np.union1d(predictions, labels) if num_classes is None else np.arange(num_classes)",
         "classes = np.union1d(predictions, labels)", ["tests/test_korean_tasks.py", "-k", "macro_f1 or ynat"]),
     "sentence_transformers_dense_not_transposed": Bug(
-        "albert_tf/interop/huggingface.py", 'tensors = {"linear.weight": np.ascontiguousarray(layer.kernel.T)}',
+        "albert_tf/interop/sentence_transformers_folders.py", 'tensors = {"linear.weight": np.ascontiguousarray(layer.kernel.T)}',
         'tensors = {"linear.weight": np.ascontiguousarray(layer.kernel)}',
         ["tests/test_sentence_transformers.py", "-k", "computes_our_embedding"]),
     "dynamic_masks_ignore_the_epoch": Bug(

@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from albert_tf.errors import CheckpointMismatchError
 from albert_tf.interop import conversion
-from albert_tf.interop.huggingface import export_to_hf, hf_state_dict, read_safetensors
+from albert_tf.interop.huggingface import export_to_hf, hf_state_dict
+from albert_tf.interop.safetensors_files import read_safetensors
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, restore_available_parts, save_checkpoint
 from albert_tf.text import tokenizer_options as options_lib

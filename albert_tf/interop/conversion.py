@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import AlbertConfigError, CheckpointMismatchError, DataError, InputFileError, OptionError
-from albert_tf.interop.huggingface import read_safetensors
+from albert_tf.interop.safetensors_files import read_safetensors
 from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.checkpoints import CHECKPOINT_NAME

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop import conversion
-from albert_tf.interop import huggingface
+from albert_tf.interop import sentence_transformers_folders as st_folders
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead, TokenPooling
@@ -155,7 +155,7 @@ def checkpoint_embedder(albert_config: Union[str, AlbertConfig], checkpoint: str
 class _FolderHead(tf.Module):
   """The modules of a sentence-transformers folder after its transformer, as TensorFlow ops."""
 
-  def __init__(self, modules: huggingface.SentenceTransformersHead):
+  def __init__(self, modules: st_folders.SentenceTransformersHead):
     super().__init__(name="sentence_transformers_head")
     self.pooling = TokenPooling(modules.pooling)
     self.dense = [(tf.constant(layer.kernel), None if layer.bias is None else tf.constant(layer.bias),
@@ -192,15 +192,15 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
 
   Raises:
     InputFileError: no folder, config or weights; OptionError: no SentencePiece model, or a bad length.
-    DataError: modules albert-tf does not compute (see `huggingface.read_sentence_transformers_head`), or a
+    DataError: modules albert-tf does not compute (see `st_folders.read_sentence_transformers_head`), or a
       pooling of another width than the model's.
     CheckpointMismatchError, AlbertConfigError: as `conversion.convert_hf_folder`.
   """
   if not os.path.isdir(folder):
     raise InputFileError(f"Hugging Face folder not found: {folder}")
-  modules = huggingface.read_sentence_transformers_head(folder)
+  modules = st_folders.read_sentence_transformers_head(folder)
   if modules is None:
-    modules = huggingface.SentenceTransformersHead("mean")
+    modules = st_folders.SentenceTransformersHead("mean")
   transformer_dir = os.path.join(folder, modules.transformer_path)
   if spm_model_file is None and not os.path.isfile(os.path.join(transformer_dir, conversion.SPM_FILE)):
     raise OptionError(f"{transformer_dir} has no {conversion.SPM_FILE}: pass the SentencePiece model of its "
@@ -215,9 +215,9 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
     config.check_max_seq_length(max_seq_length)
   elif modules.max_seq_length is not None:
     max_seq_length = modules.max_seq_length
-    config.check_max_seq_length(max_seq_length, f"max_seq_length in {huggingface.ST_TRANSFORMER_CONFIG}")
+    config.check_max_seq_length(max_seq_length, f"max_seq_length in {st_folders.ST_TRANSFORMER_CONFIG}")
   else:
-    max_seq_length = min(huggingface.tokenizer_max_length(transformer_dir) or config.max_position_embeddings,
+    max_seq_length = min(st_folders.tokenizer_max_length(transformer_dir) or config.max_position_embeddings,
                          config.max_position_embeddings)
   options = converted.tokenizer_options
   tokenizer = tokenizer_for_model(config, converted.spm_model_file, options.do_lower_case or modules.do_lower_case,
