@@ -153,7 +153,7 @@ class HubPreprocessor(tf.train.Checkpoint):
       self.bert_pack_inputs.__call__.get_concrete_function([_SEGMENT] * num_segments, seq_length=_SEQ_LENGTH)
 
     self.__call__ = graph_function(lambda sentences: tokenizer.encode_and_pack(sentences, None, max_seq_length),
-                                input_signature=[_TEXT])
+                                   input_signature=[_TEXT])
 
 
 @dataclasses.dataclass(frozen=True)
