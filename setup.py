@@ -3,12 +3,11 @@
 import setuptools
 
 # tools/*.py (Google's script names, run from a checkout) are installed as the package albert_tf_tools, and
-# each as the command albert-<name> (albert-run-pretraining, ...).
+# each as the command albert-<name> (albert-run-pretraining, ...). benchmarks/ is not installed: its scripts
+# measure the project, and are run from a checkout.
 TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1",
          "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
-         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub",
-         "benchmark_pretraining", "benchmark_pretraining_data", "benchmark_finetuning", "benchmark_vocab_extension",
-         "benchmark_prepare_corpus", "benchmark_pretokenizer", "benchmark_dynamic_masking")
+         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.

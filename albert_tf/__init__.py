@@ -2,9 +2,10 @@
 
 The package is laid out by stage of the data path, each sub-package using only those before it:
 `modeling` (config, layers, models, their checkpoints) → `text` (tokenizers, vocabulary training) →
-`data` (pretraining records, fine-tuning tasks, tf.data input) → `interop` (Google's and Hugging Face's
-names and files) → `serving` (SavedModel export) → `training` (optimizer, loop, pretraining and fine-tuning
-drivers, which export at their end) → `cli` (what the tools share).
+`data` (pretraining records, the readers of fine-tuning files, tf.data input) → `interop` (Google's and Hugging
+Face's files) → `serving` (SavedModel export) → `training` (optimizer, loop, pretraining and fine-tuning
+drivers, which export at their end) → `tasks` (a package per task family: its files, model and head, objective,
+metrics and serving) → `cli` (what the tools share).
 
 The models are importable from here. They load on first use, so that `import albert_tf.data...` (the data
 tool and its worker processes) does not import TensorFlow.
@@ -13,14 +14,14 @@ tool and its worker processes) does not import TensorFlow.
 import importlib
 
 _PUBLIC = {
-    "AlbertClassifier": "albert_tf.modeling.classifier",
+    "AlbertClassifier": "albert_tf.tasks.classification.model",
     "AlbertConfig": "albert_tf.modeling.config",
     "AlbertConfigError": "albert_tf.errors",
     "AlbertEncoder": "albert_tf.modeling.encoder",
-    "AlbertMultipleChoice": "albert_tf.modeling.question_answering",
+    "AlbertMultipleChoice": "albert_tf.tasks.race.model",
     "AlbertPretrainer": "albert_tf.modeling.pretrainer",
-    "AlbertQuestionAnswerer": "albert_tf.modeling.question_answering",
-    "AlbertQuestionAnswererV2": "albert_tf.modeling.question_answering",
+    "AlbertQuestionAnswerer": "albert_tf.tasks.squad.model",
+    "AlbertQuestionAnswererV2": "albert_tf.tasks.squad.model",
     "AlbertSentenceEncoder": "albert_tf.modeling.sentence_encoder",
 }
 __all__ = sorted(_PUBLIC)

@@ -65,7 +65,8 @@ BUGS = {
         "albert_tf/data/pretraining_dataset.py", ".numpy()[:round_skip]", ".numpy()[:round_skip + 1]",
         ["tests/test_pretraining_dataset.py", "-k", "continues"]),
     "exported_labels_reversed": Bug(
-        "albert_tf/serving/saved_model.py", "tf.constant(model.label_names)", "tf.constant(model.label_names[::-1])",
+        "albert_tf/tasks/classification/serving.py", "tf.constant(model.label_names)",
+        "tf.constant(model.label_names[::-1])",
         ["tests/test_serving.py", "-k", "classifier"]),
     "float16_without_loss_scaling": Bug(
         "albert_tf/training/loop.py", 'run.mixed_precision == "float16", jit_compile,', "False, jit_compile,",
@@ -76,14 +77,14 @@ BUGS = {
         "loss = sums[mlm_loss] / (sums[1] + _MLM_WEIGHT_EPSILON) / 4",
         ["tests/test_further_pretraining.py", "-k", "micro_batches_reach"]),
     "squad_answer_ends_a_token_early": Bug(
-        "albert_tf/data/squad.py", "end_position = answer_tokens[1] - start + context_offset",
+        "albert_tf/tasks/squad/features.py", "end_position = answer_tokens[1] - start + context_offset",
         "end_position = answer_tokens[1] - start + context_offset - 1",
         ["tests/test_squad_data.py", "-k", "punctuation or particles or windows"]),
     "squad_answers_from_any_window": Bug(
-        "albert_tf/training/squad_predictions.py", "if not feature.token_is_max_context[start_token] or ",
+        "albert_tf/tasks/squad/predictions.py", "if not feature.token_is_max_context[start_token] or ",
         "if ", ["tests/test_squad_scoring.py"]),
     "answer_question_ignores_max_context": Bug(
-        "albert_tf/serving/answer_spans.py", 'start_ok = windows["is_max_context"] & ',
+        "albert_tf/tasks/squad/answer_spans.py", 'start_ok = windows["is_max_context"] & ',
         'start_ok = windows["in_context"] & ', ["tests/test_reading_comprehension.py", "-k", "in_graph_windows"]),
     "recomputation_redraws_dropout": Bug(
         "albert_tf/modeling/encoder.py", "training=True, dropout_seed=dropout_seed))", "training=True))",
@@ -101,7 +102,7 @@ BUGS = {
         "albert_tf/modeling/layers/pooling.py", "tf.reduce_max(tf.where(is_real, sequence_output, -1e9), axis=1)",
         "tf.reduce_max(sequence_output, axis=1)", ["tests/test_model.py", "-k", "sentence_embedding"]),
     "distillation_ignores_the_translation": Bug(
-        "albert_tf/training/distillation.py", 'for name in ("inputs_a", "inputs_b"))\n',
+        "albert_tf/tasks/similarity/distillation.py", 'for name in ("inputs_a", "inputs_b"))\n',
         'for name in ("inputs_a",))\n', ["tests/test_distillation.py", "-k", "loss"]),
     "macro_f1_over_present_classes_only": Bug(
         "albert_tf/training/metrics.py",

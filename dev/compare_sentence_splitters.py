@@ -6,8 +6,8 @@ sentence a line) joined back into paragraphs, then split again; boundary precisi
       tests/data/sentence_boundaries_ko.txt tests/data/sentence_boundaries_en.txt
   JOIN= python dev/compare_sentence_splitters.py tests/data/sentence_boundaries_ko.txt   # no space between
 
-This is how prepare_corpus's splitters were chosen (BUILD_NOTES, "Sentence splitters"); candidates that are
-not installed are skipped. The tests assert floors for the chosen ones.
+This is how prepare_corpus's splitters were chosen (docs/design.md, "Sentence splitters: the choice");
+candidates that are not installed are skipped. The tests assert floors for the chosen ones.
 """
 
 import importlib.util

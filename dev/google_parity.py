@@ -8,14 +8,14 @@
 --google_albert is a checkout of https://github.com/google-research/albert, or a bare git directory of it (its
 files are then read with `git show HEAD:<file>`). The checks:
 
-  squad_features: `albert_tf.data.squad` against `squad_utils.read_squad_examples` and
+  squad_features: `albert_tf.tasks.squad` (examples, features) against `squad_utils.read_squad_examples` and
     `convert_examples_to_features`: a SQuAD v2.0 file of en_wiki paragraphs (read by both readers), and examples
     whose texts are perturbed (odd whitespace, quotes, ligatures, accents, full-width letters, "[SEP]", contexts
     that cannot align), in training and prediction mode, with long and very short windows.
-  squad_scoring: `albert_tf.training.squad_predictions` and `squad_scoring` against `squad_utils`'
+  squad_scoring: `albert_tf.tasks.squad` predictions and scoring against `squad_utils`'
     `write_predictions_v1`, `evaluate_v1`, `evaluate_v2` and the official v2.0 scores, on random windows, logits
     and answers.
-  race_features: `albert_tf.data.race` against `race_utils.RaceProcessor` and `convert_single_example`, on RACE
+  race_features: `albert_tf.tasks.race.data` against `race_utils.RaceProcessor` and `convert_single_example`, on RACE
     files of en_wiki articles, questions (some with "_" blanks) and options.
 
 Google's modules are read from the checkout and run with stand-ins for their TF1-only imports (`tf.logging`,
@@ -52,11 +52,12 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-from albert_tf.data import race  # noqa: E402
-from albert_tf.data import squad  # noqa: E402
+from albert_tf.tasks.race import data as race_data
+from albert_tf.tasks.squad import examples as squad_examples
+from albert_tf.tasks.squad import features as squad_features
+from albert_tf.tasks.squad import predictions as squad_predictions
+from albert_tf.tasks.squad import scoring as squad_scoring
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text  # noqa: E402
-from albert_tf.training import squad_predictions  # noqa: E402
-from albert_tf.training import squad_scoring  # noqa: E402
 
 SHARED = os.path.normpath(os.path.join(REPO, "..", "shared"))
 CHECKS = ("squad_features", "squad_scoring", "race_features")
@@ -327,8 +328,8 @@ def stress_examples(lines, num_questions, rng):
       end = min(len(context), start + rng.randint(1, 30))
       answer = context[start:end]
       if answer.strip():
-        examples.append(squad.SquadExample(f"s{len(examples)}", rng.choice(lines), context, answer, start, False,
-                                           (answer,)))
+        examples.append(squad_examples.SquadExample(f"s{len(examples)}", rng.choice(lines), context, answer, start,
+                                                    False, (answer,)))
   return examples
 
 
@@ -392,7 +393,7 @@ def squad_feature_comparison(google, google_tokenizer, tokenizer, google_example
   google_features, google_example_of, failed = google_squad_features(google, google_tokenizer, google_examples,
                                                                      lengths, is_training)
   with contextlib.redirect_stderr(io.StringIO()):  # ours counts the examples it skips on stderr
-    ours = squad.convert_examples_to_features(examples, tokenizer, *lengths, is_training)
+    ours = squad_features.convert_examples_to_features(examples, tokenizer, *lengths, is_training)
   equal, first_difference = 0, None
   for index, (google_feature, our_feature) in enumerate(zip(google_features, ours)):
     fields = _squad_feature_fields(google_feature, our_feature, max_seq_length, is_training)
@@ -468,7 +469,7 @@ def check_squad_features(report, google, google_with_our_quotes, tokenizer, line
     for is_training, all_lengths in ((True, ((384, 128, 64), (64, 16, 12), (48, 7, 20))),
                                      (False, ((384, 128, 64), (48, 7, 20)))):
       google_examples = google.squad_utils.read_squad_examples(path, is_training)
-      examples = squad.read_squad_examples(path, is_training, version_2_with_negative=True)[0]
+      examples = squad_examples.read_squad_examples(path, is_training, version_2_with_negative=True)[0]
       compare_squad_readers(report, google_examples, examples, is_training)
       for lengths in all_lengths:
         compare_squad_features(report, "en_wiki SQuAD v2.0 file", google, google_tokenizer, tokenizer, google_examples,
@@ -549,12 +550,12 @@ def _scoring_windows(google, rng, example, example_index, first_unique_id):
                                                  token_is_max_context=max_context,
                                                  tok_start_to_orig_index=start_chars,
                                                  tok_end_to_orig_index=end_chars))
-    our_features.append(squad.SquadFeature(unique_id=unique_id, example_index=example_index,
-                                           doc_span_index=span_index, input_ids=tuple(range(len(tokens))),
-                                           query_length=query_length, token_start_to_char=tuple(start_chars),
-                                           token_end_to_char=tuple(end_chars),
-                                           token_is_max_context=tuple(max_context_flags), start_position=0,
-                                           end_position=0, is_impossible=False))
+    our_features.append(squad_features.SquadFeature(unique_id=unique_id, example_index=example_index,
+                                                    doc_span_index=span_index, input_ids=tuple(range(len(tokens))),
+                                                    query_length=query_length, token_start_to_char=tuple(start_chars),
+                                                    token_end_to_char=tuple(end_chars),
+                                                    token_is_max_context=tuple(max_context_flags), start_position=0,
+                                                    end_position=0, is_impossible=False))
   return google_features, our_features
 
 
@@ -562,7 +563,7 @@ def _scoring_set(google, rng, count, unanswerable_rate, skip_rate=0.0):
   """Examples, their windows (some examples without any) and the SQuAD "data" list, Google's and ours."""
   raw = [_scoring_example(rng, index, unanswerable_rate) for index in range(count)]
   google_examples = [types.SimpleNamespace(qas_id=e["qas_id"], paragraph_text=e["context"]) for e in raw]
-  examples = [squad.SquadExample(e["qas_id"], "?", e["context"], "", -1, not e["golds"], tuple(e["golds"]))
+  examples = [squad_examples.SquadExample(e["qas_id"], "?", e["context"], "", -1, not e["golds"], tuple(e["golds"]))
               for e in raw]
   google_features, features = [], []
   for index, example in enumerate(raw):
@@ -742,7 +743,7 @@ def check_squad_scoring(report, google, num_cases=300):
 def build_race_folder(data_dir, lines, num_articles, rng):
   """RACE/dev/{middle,high}/all.txt (Google's layout) of articles of 1-40 corpus lines, questions (some with a "_"
   blank, some shouting or padded with whitespace) and options cut from corpus lines, some texts perturbed."""
-  for level in race.RACE_LEVELS:
+  for level in race_data.RACE_LEVELS:
     os.makedirs(os.path.join(data_dir, "RACE", "dev", level))
     with open(os.path.join(data_dir, "RACE", "dev", level, "all.txt"), "w", encoding="utf-8") as writer:
       for number in range(num_articles):
@@ -762,7 +763,7 @@ def build_race_folder(data_dir, lines, num_articles, rng):
           questions.append(question)
           options.append([perturbed_text(rng.choice(lines).split()[:rng.randint(1, 60)], rng,
                                          rate=0.02 if rng.random() < 0.3 else 0.0) for _ in range(4)])
-          answers.append(rng.choice(race.RACE_ANSWERS))
+          answers.append(rng.choice(race_data.RACE_ANSWERS))
         writer.write(json.dumps({"article": article, "questions": questions, "options": options, "answers": answers,
                                  "id": f"{level}{number}.txt"}) + "\n")
 
@@ -771,7 +772,7 @@ def google_race_features(google, google_tokenizer, max_seq_length, max_qa_length
   """Google's features of each question: per option, the unpadded ids and the length of the first segment."""
   features = []
   for example_index, google_example in enumerate(google_examples):
-    feature = google.race_utils.convert_single_example(example_index, google_example, race.NUM_OPTIONS,
+    feature = google.race_utils.convert_single_example(example_index, google_example, race_data.NUM_OPTIONS,
                                                        max_seq_length, google_tokenizer, max_qa_length)
     ids = tuple(tuple(i for i, mask in zip(choice_ids, choice_mask) if mask)
                 for choice_ids, choice_mask in zip(feature.input_ids, feature.input_mask))
@@ -797,7 +798,7 @@ def check_race_features(report, google, google_with_our_quotes, tokenizer, lines
   google_tokenizer = google.tokenization.FullTokenizer(None, True, FLAGS.spm_model_file)
   with tempfile.TemporaryDirectory() as data_dir:
     build_race_folder(data_dir, lines, 60, random.Random(0))
-    examples = race.read_race_examples(data_dir, "dev")
+    examples = race_data.read_race_examples(data_dir, "dev")
     google_examples, google_examples_with_our_quotes = [
         code.race_utils.RaceProcessor(use_spm=True, do_lower_case=True, high_only=False,
                                       middle_only=False).read_examples(os.path.join(data_dir, "RACE", "dev"))
@@ -812,7 +813,7 @@ def check_race_features(report, google, google_with_our_quotes, tokenizer, lines
   differ_as_known = 0
   settings = ((512, 128), (128, 32), (64, 40))
   for max_seq_length, max_qa_length in settings:
-    ours = race.race_features(examples, tokenizer, max_seq_length, max_qa_length)
+    ours = race_data.race_features(examples, tokenizer, max_seq_length, max_qa_length)
     google_features = google_race_features(google, google_tokenizer, max_seq_length, max_qa_length, google_examples)
     google_features_with_our_quotes = google_race_features(
         google_with_our_quotes, google_tokenizer, max_seq_length, max_qa_length,

@@ -30,20 +30,23 @@ TOOLS = os.path.join(REPO, "tools")
 def run_tool(tool, *args, in_process=True, timeout=900, cwd=None, env=None) -> subprocess.CompletedProcess:
   """Runs a command of the project with `args` and returns its exit status, stdout and stderr.
 
-  `tool` names a script of `tools/` ("run_classifier") or a module ("albert_tf.cli.demo"). By default it runs in
-  this process, through the same `run()` as its command (absl's parsing into fresh flags, the `error:` line and
-  exit status 2 of bad input), so a test pays no second TensorFlow import; `in_process=False` starts a Python
-  process, for tests whose subject is the process itself (kill -9, signals, its environment, what it logs), with
-  the variables of `env` set in its environment (None: unset).
+  `tool` names a script of `tools/` ("run_classifier"), another script of the repository by its path without
+  ".py" ("benchmarks/benchmark_pretraining"), or a module ("albert_tf.cli.demo"). By default it runs in this
+  process, through the same `run()` as its command (absl's parsing into fresh flags, the `error:` line and exit
+  status 2 of bad input), so a test pays no second TensorFlow import; `in_process=False` starts a Python process,
+  for tests whose subject is the process itself (kill -9, signals, its environment, what it logs), with the
+  variables of `env` set in its environment (None: unset).
   A bug's exception propagates as the test's failure, with its traceback.
   """
   if tool.startswith("albert_tf."):
     command = [sys.executable, "-m", tool, *args]
     spec = importlib.util.find_spec(tool)
   else:
-    path = os.path.join(TOOLS, f"{tool}.py")
+    path = os.path.join(REPO if "/" in tool else TOOLS, f"{tool}.py")
     command = [sys.executable, path, *args]
-    spec = importlib.util.spec_from_file_location(f"albert_tf_tools.{tool}", path)
+    # A tool's module is named as installed; benchmarks/ is not installed.
+    module = tool.replace("/", ".") if "/" in tool else f"albert_tf_tools.{tool}"
+    spec = importlib.util.spec_from_file_location(module, path)
   if not in_process:
     environment = {name: value for name, value in {**os.environ, **(env or {})}.items() if value is not None}
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=environment)

@@ -13,8 +13,8 @@ import random
 import re
 
 import albert_tf
-from albert_tf.data import squad
-from albert_tf.training import squad_scoring
+from albert_tf.tasks.squad import examples as squad_examples
+from albert_tf.tasks.squad import scoring as squad_scoring
 from conftest import SP8K_MODEL, corpus_lines, run_tool
 
 SEQ = 96
@@ -105,7 +105,7 @@ def squad_tool_run(tmp_path, version):
 
 
 def dev_questions(dev_file):
-  examples, _, _ = squad.read_squad_examples(dev_file, is_training=False, version_2_with_negative=True)
+  examples, _, _ = squad_examples.read_squad_examples(dev_file, is_training=False, version_2_with_negative=True)
   return examples
 
 

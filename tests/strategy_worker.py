@@ -49,9 +49,10 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * logical_cpus)
   import numpy as np
-  from albert_tf.data import tasks
+  from albert_tf.tasks.classification import catalogue
+  from albert_tf.tasks.classification import objective as classification_objective
   from albert_tf.modeling.config import AlbertConfig
-  from albert_tf.training import distribution, finetuning, finetuning_objectives, pretraining
+  from albert_tf.training import distribution, finetuning, pretraining
   with open(options_file) as reader:
     values = json.load(reader)
   values["albert_config"] = AlbertConfig.from_dict(values["albert_config"])
@@ -63,7 +64,7 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
       run._train_dataset = lambda: global_batches_of_pipelines(run, input_pipelines)
     results["loss"] = run.train()["loss"]
   else:
-    objective = finetuning_objectives.ClassifierObjective(tasks.get_task(values.pop("task_name")))
+    objective = classification_objective.ClassifierObjective(catalogue.get_task(values.pop("task_name")))
     run = finetuning.FineTuning(finetuning.FineTuningOptions(**values), objective, strategy)
     results["loss"] = run.train()["loss"]
     results.update({f"eval_{name}": value for name, value in run.last_eval.items()})

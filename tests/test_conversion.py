@@ -8,15 +8,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import albert_tf
 from albert_tf.errors import CheckpointMismatchError
 from albert_tf.interop import conversion
+from albert_tf.interop import huggingface
+from albert_tf.interop.hf_weight_files import read_safetensors
 from albert_tf.interop.huggingface import export_to_hf, hf_state_dict
-from albert_tf.interop.safetensors_files import read_safetensors
-from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, restore_available_parts, save_checkpoint
+from albert_tf.modeling.weight_names import named_weights
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.training import pretraining
-import albert_tf
 from conftest import SP8K_MODEL, padded_batch, randomize, requires_shared, run_tool, tiny_config
 
 TOLERANCE = 1e-4
@@ -289,7 +290,7 @@ def test_pytorch_weights_without_pytorch_installed_are_a_clear_error(tmp_path, m
   (tmp_path / "pytorch_model.bin").write_bytes(b"")
   monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
   with pytest.raises(ValueError, match="pytorch_model.bin needs PyTorch"):
-    conversion.convert_hf_folder(str(tmp_path))
+    huggingface.convert_hf_folder(str(tmp_path))
 
 
 # --- Hugging Face folders ----------------------------------------------------------------------------------
@@ -356,7 +357,7 @@ def test_hugging_face_folder_computes_what_transformers_computes(tmp_path, case)
   save_hf(model, str(tmp_path), weights_format)
   if weights_format == "sharded":
     assert (tmp_path / "model.safetensors.index.json").exists()
-  result = conversion.convert_hf_folder(str(tmp_path))
+  result = huggingface.convert_hf_folder(str(tmp_path))
   config = result.model.config
   assert config.hidden_act == ("gelu_exact" if hidden_act == "gelu" else "gelu") and not config.extra
   expected_parts = {"AlbertForPreTraining": ["encoder", "masked-LM head", "sentence-order head"],
@@ -376,7 +377,7 @@ def test_hugging_face_problems_are_all_reported(tmp_path):
   model = hf_model("AlbertModel", embedding_size=32)
   model.save_pretrained(str(tmp_path))  # E == H with a trained (random) projection
   with pytest.raises(CheckpointMismatchError, match="embedding_hidden_mapping_in: with embedding_size == "):
-    conversion.convert_hf_folder(str(tmp_path))
+    huggingface.convert_hf_folder(str(tmp_path))
   classifier = transformers.AlbertForSequenceClassification(model.config)
   with torch.no_grad():
     classifier.albert.encoder.embedding_hidden_mapping_in.weight.copy_(torch.eye(32))
@@ -421,7 +422,7 @@ def test_ours_to_hugging_face_to_ours_keeps_every_weight(tmp_path, case):
   model(model.dummy_inputs())
   randomize(model)
   export_to_hf(model, str(tmp_path))
-  converted = conversion.convert_hf_folder(str(tmp_path)).model
+  converted = huggingface.convert_hf_folder(str(tmp_path)).model
   assert type(converted) is type(model) and converted.get_config() == model.get_config()
   originals = named_weights(model)
   assert [names for names, _ in named_weights(converted)] == [names for names, _ in originals]

@@ -8,13 +8,15 @@ import pytest
 import scipy.stats
 import tensorflow as tf
 
-from albert_tf.data import parallel_text
+import albert_tf
 from albert_tf.errors import DataError, OptionError, TaskError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.serving import saved_model
+from albert_tf.tasks.classification import catalogue
+from albert_tf.tasks.similarity import distillation
+from albert_tf.tasks.similarity import parallel_text
 from albert_tf.text.graph_tokenizer import GraphTokenizer
-from albert_tf.training import distillation, distribution, finetuning, run_directory
-import albert_tf
+from albert_tf.training import distribution, finetuning, run_directory
 from conftest import SHARED, SP8K_MODEL, randomize, requires_shared, run_tool, write
 
 PARALLEL = os.path.join(SHARED, "parallel", "en_ko_messages.tsv")
@@ -113,7 +115,7 @@ def test_distillation_fits_the_teacher_and_scores_held_out_pairs(tmp_path):
   teacher = unit_rows(len(pairs), 16, seed=3)
   sts_dev_file(tmp_path / "sts")
   objective = distillation.DistillationObjective(pairs, teacher, dev_size=8, seed=1,
-                                                 sts_task=albert_tf.data.tasks.get_task("sts-b"), pooling="cls",
+                                                 sts_task=catalogue.get_task("sts-b"), pooling="cls",
                                                  projection_dim=16)
   options = finetuning.FineTuningOptions(
       data_dir=str(tmp_path / "sts"), output_dir=str(tmp_path / "run"),
@@ -150,7 +152,7 @@ def test_distillation_fits_the_teacher_and_scores_held_out_pairs(tmp_path):
   assert last["retrieval_accuracy"] == pytest.approx((found + found_back) / 2, abs=1e-9)
   assert last["mse"] == pytest.approx((np.mean((source - target) ** 2) + np.mean((translation - target) ** 2)) / 2,
                                       abs=1e-6)
-  sts = albert_tf.data.tasks.get_task("sts-b").read_examples(str(tmp_path / "sts"), "dev")
+  sts = catalogue.get_task("sts-b").read_examples(str(tmp_path / "sts"), "dev")
   cosines = np.sum(embed([e.text_a for e in sts]) * embed([e.text_b for e in sts]), axis=1)
   assert last["sts_spearman"] == pytest.approx(scipy.stats.spearmanr(cosines, [e.label for e in sts])[0], abs=1e-6)
   info = json.loads((tmp_path / "run" / finetuning.RUN_INFO_FILE).read_text())

@@ -285,9 +285,9 @@ def benchmark(tmp_path, *flags):
                "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS}
   arguments.update(flag.lstrip("-").split("=", 1) for flag in flags)
   return run_tool(
-      "benchmark_dynamic_masking", *(f"--{name}={value}" for name, value in arguments.items()), "--dupe_factor=2",
-      "--num_workers=1", "--train_batch_size=8", "--rounds=1", "--warmup_steps=1", "--timed_steps=2",
-      "--input_batches=2")
+      "benchmarks/benchmark_dynamic_masking", *(f"--{name}={value}" for name, value in arguments.items()),
+      "--dupe_factor=2", "--num_workers=1", "--train_batch_size=8", "--rounds=1", "--warmup_steps=1",
+      "--timed_steps=2", "--input_batches=2")
 
 
 def test_benchmark_prints_its_figures_and_refuses_bad_input(tmp_path):

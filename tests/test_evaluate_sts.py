@@ -9,14 +9,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from albert_tf.data import tasks
+import albert_tf
+from albert_tf.data import task_readers
 from albert_tf.errors import OptionError, TaskError
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import saved_model
+from albert_tf.tasks.classification import catalogue
+from albert_tf.tasks.classification import user_tsv
+from albert_tf.tasks.similarity import objective as similarity_objective
+from albert_tf.tasks.similarity import sts_evaluation
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
-from albert_tf.training import finetuning_objectives, sts_evaluation
-import albert_tf
 from conftest import SHARED, SP8K_MODEL, STSB_HEADER, STSB_ROW, randomize_text_sensitive, run_tool, tiny_config
 
 MAX_SEQ_LENGTH = 32
@@ -135,9 +138,9 @@ def test_each_model_source_scores_sts_b_and_a_tsv_file(sources, source):
                                max_seq_length=MAX_SEQ_LENGTH),
             "hf_folder": dict(hf_folder=str(root / "hf"), spm_model_file=SP8K_MODEL)}[source]
   embed = sts_evaluation.ModelSource(**values).embedder(batch_size=5)
-  tsv_task = tasks.get_task("tsv", tasks.TsvFormat(text_a_column=2, text_b_column=3, label_column=1, has_header=True,
-                                                   is_regression=True))
-  for task, data_dir, pairs in ((tasks.get_task("sts-b"), root / "glue", STSB_PAIRS),
+  tsv_task = catalogue.get_task("tsv", user_tsv.TsvFormat(text_a_column=2, text_b_column=3, label_column=1,
+                                                          has_header=True, is_regression=True))
+  for task, data_dir, pairs in ((catalogue.get_task("sts-b"), root / "glue", STSB_PAIRS),
                                 (tsv_task, root / "pairs.tsv", TSV_PAIRS)):
     evaluation = sts_evaluation.evaluate(task.read_examples(str(data_dir), "dev"), embed)
     assert evaluation.num_pairs == len(pairs)
@@ -176,11 +179,11 @@ def test_only_scored_pairs_are_evaluated():
   with pytest.raises(TaskError, match="--task_name=mrpc is a classification; sentence similarity needs scored "
                                             "text pairs: sts-b, .*or tsv with --tsv_text_b_column and "
                                             "--tsv_is_regression"):
-    finetuning_objectives.check_similarity_task(tasks.get_task("mrpc"))
-  single = tasks.get_task("tsv", tasks.TsvFormat(text_a_column=0, label_column=1, is_regression=True))
+    similarity_objective.check_similarity_task(catalogue.get_task("mrpc"))
+  single = catalogue.get_task("tsv", user_tsv.TsvFormat(text_a_column=0, label_column=1, is_regression=True))
   with pytest.raises(TaskError, match="--task_name=tsv is a regression of single texts"):
-    finetuning_objectives.check_similarity_task(single)
-  assert {"sts-b", "korsts", "klue-sts"} <= set(finetuning_objectives.similarity_task_names())
-  one_pair = [tasks.Example("dev-1", "a", "b", 1.0)]
+    similarity_objective.check_similarity_task(single)
+  assert {"sts-b", "korsts", "klue-sts"} <= set(similarity_objective.similarity_task_names())
+  one_pair = [task_readers.Example("dev-1", "a", "b", 1.0)]
   with pytest.raises(TaskError, match="1 scored pair"):
     sts_evaluation.evaluate(one_pair, lambda texts: np.ones([len(texts), 2]))

@@ -14,17 +14,20 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+import albert_tf
 from albert_tf.data import finetuning_dataset
-from albert_tf.data.tasks import TsvFormat, get_task
 from albert_tf.errors import TaskError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
-from albert_tf.modeling.classifier import AlbertClassifier
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.serving import saved_model
+from albert_tf.tasks.classification.catalogue import get_task
+from albert_tf.tasks.classification.model import AlbertClassifier
+from albert_tf.tasks.classification.objective import ClassifierObjective
+from albert_tf.tasks.classification.user_tsv import TsvFormat
+from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
 from albert_tf.text.graph_tokenizer import GraphTokenizer
-from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
-from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
-import albert_tf
+from albert_tf.training import distribution, finetuning, metrics, run_directory
+from albert_tf.training import finetuning_objectives
 import strategy_worker
 from conftest import (GLUE_FILES, SHARED, SP8K_MODEL, TOOLS, free_ports, kill_once_a_checkpoint_is_written,
                       requires_shared, run_tool, write, write_glue_data)
@@ -569,15 +572,15 @@ def test_benchmark_prepares_splits_and_refuses_a_malformed_ratings_file(tmp_path
   finetune_dir.mkdir()
   (finetune_dir / "a_GroundTruth.tsv").write_text("10\t1.5\tgood\n11\t-2.0\tbad\n12\t0.5\tfine\n", encoding="utf-8")
   (finetune_dir / "b_GroundTruth.tsv").write_text("20\t1.0\tok\n21\t-1.0\n", encoding="utf-8")
-  result = run_tool("benchmark_finetuning", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
-                    "--prepare_only")
+  result = run_tool("benchmarks/benchmark_finetuning", f"--finetune_dir={finetune_dir}",
+                    f"--output_dir={tmp_path / 'out'}", "--prepare_only")
   assert result.returncode == 2
   assert "b_GroundTruth.tsv, line 2: 2 columns; expected id, rating, sentence." in result.stderr
   assert not (tmp_path / "out").exists()  # a.tsv was read and checked, but nothing is written before b's error
 
   (finetune_dir / "b_GroundTruth.tsv").write_text("20\t1.0\tok\n21\t-1.0\tno\n", encoding="utf-8")
-  result = run_tool("benchmark_finetuning", f"--finetune_dir={finetune_dir}", f"--output_dir={tmp_path / 'out'}",
-                    "--prepare_only")
+  result = run_tool("benchmarks/benchmark_finetuning", f"--finetune_dir={finetune_dir}",
+                    f"--output_dir={tmp_path / 'out'}", "--prepare_only")
   assert result.returncode == 0, result.stderr[-3000:]
   assert (tmp_path / "out" / "data" / "a" / "test.tsv").read_text(encoding="utf-8") == "10\t1.5\tgood\n"
   assert (tmp_path / "out" / "data" / "a" / "dev.tsv").read_text(encoding="utf-8") == "11\t-2.0\tbad\n"

@@ -291,14 +291,42 @@ def test_largest_fitting_size_doubles_then_bisects():
   assert capacity.largest_fitting_size(4, 4096, lambda size: False) == 0
 
 
-def test_benchmark_measures_peak_memory_in_a_fresh_process(tmp_path):
-  # The tool measures each size in a process of its own: this one only directs. The small model of this file
-  # keeps that process's tracing short.
+def test_fewest_accumulation_steps_split_the_batch_evenly_into_micro_batches_that_fit():
+  assert capacity.fewest_accumulation_steps(4096, 24) == 256  # micro-batches of 16: 4096 has no divisor of 24
+  assert capacity.fewest_accumulation_steps(30, 7) == 5
+  assert capacity.fewest_accumulation_steps(12, 12) == 1
+  assert capacity.fewest_accumulation_steps(7, 1) == 7
+
+
+def test_run_pretraining_finds_the_largest_micro_batch_in_a_fresh_process_and_trains_nothing(tmp_path):
+  # One size is measured (a batch of 1 is the search's ceiling), in a process of its own: this one only directs.
+  # The search is test_largest_fitting_size_doubles_then_bisects's; the small model of this file keeps the
+  # measuring process's tracing short.
   config_file = tmp_path / "config.json"
   albert_tf.AlbertConfig(**CONFIG).to_json_file(str(config_file))
-  result = run_tool(
-      "benchmark_pretraining", f"--albert_config_file={config_file}",
-      "--max_seq_length=32", "--find_max_micro_batch", "--memory_limit_mb=100000", "--train_batch_size=4",
-      "--micro_batch_ceiling=4", "--recompute_grad")
+  command = ["run_pretraining", f"--albert_config_file={config_file}", "--input_file=/no/records",
+             f"--output_dir={tmp_path / 'run'}", "--max_seq_length=32", "--find_max_micro_batch"]
+  result = run_tool(*command, "--train_batch_size=1", "--memory_limit_mb=100000")
   assert result.returncode == 0, result.stderr
-  assert "micro-batch 4: peak" in result.stderr and result.stdout.strip().endswith("max_micro_batch: 4")
+  assert "micro-batch 1: peak" in result.stderr
+  assert result.stdout.endswith("max_micro_batch: 1\ngradient_accumulation_steps: 1\n"), result.stdout
+  assert not (tmp_path / "run").exists()
+  for flags, message in [
+      ((), "--find_max_micro_batch without a GPU needs --memory_limit_mb"),
+      (("--memory_limit_mb=100000", "--strategy_type=tpu"),
+       "--find_max_micro_batch measures the step on this machine's GPU or CPU, not on a TPU"),
+      (("--memory_limit_mb=100000", "--max_predictions_per_seq=33"),
+       "--max_predictions_per_seq=33 must be between 1 and --max_seq_length=32")]:
+    refused = run_tool(*command, *flags)
+    assert refused.returncode == 2 and f"error: {message}" in refused.stderr, refused.stderr
+
+
+def test_benchmark_searches_with_the_library(tmp_path):
+  # The benchmark's search is run_pretraining's, measuring included (the test above): its refusal, which comes
+  # before any measurement, shows that it reaches it, at no cost.
+  config_file = tmp_path / "config.json"
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(config_file))
+  refused = run_tool("benchmarks/benchmark_pretraining", f"--albert_config_file={config_file}", "--max_seq_length=32",
+                     "--find_max_micro_batch")
+  assert refused.returncode == 2
+  assert "error: --find_max_micro_batch without a GPU needs --memory_limit_mb" in refused.stderr

@@ -15,7 +15,9 @@ from albert_tf.errors import OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
-from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
+from albert_tf.tasks.classification import objective as classification_objective
+from albert_tf.tasks.race.model import AlbertMultipleChoice
+from albert_tf.tasks.squad.model import AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -241,8 +243,9 @@ def test_export_warns_loudly_when_no_setting_gives_our_ids(tmp_path):
 
 @requires_shared(SP8K_MODEL)
 def test_export_tool_on_a_run_classifier_directory(tmp_path):
-  from albert_tf.data.tasks import TsvFormat, get_task
-  from albert_tf.training import distribution, finetuning, finetuning_objectives
+  from albert_tf.tasks.classification.user_tsv import TsvFormat
+  from albert_tf.tasks.classification.catalogue import get_task
+  from albert_tf.training import distribution, finetuning
   data = tmp_path / "data"
   data.mkdir()
   (data / "train.tsv").write_text("a good film\tgood\na bad film\tbad\nso so\tmeh\n", encoding="utf-8")
@@ -252,7 +255,7 @@ def test_export_tool_on_a_run_classifier_directory(tmp_path):
   finetuning.run(finetuning.FineTuningOptions(
       data_dir=str(data), output_dir=str(tmp_path / "run"), albert_config=config, spm_model_file=SP8K_MODEL,
       max_seq_length=32, do_train=True, train_batch_size=2, train_step=2, save_checkpoints_steps=2,
-      iterations_per_loop=2, learning_rate=1e-3), finetuning_objectives.ClassifierObjective(task),
+      iterations_per_loop=2, learning_rate=1e-3), classification_objective.ClassifierObjective(task),
       distribution.get_strategy("one_device"))
   result = run_tool("export_hf", f"--albert_config_file={tmp_path / 'run' / 'albert_config.json'}",
                     f"--checkpoint={tmp_path / 'run'}", f"--spm_model_file={SP8K_MODEL}",

@@ -10,12 +10,15 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-from albert_tf.data import tasks
-from albert_tf.data.tasks import KNOWN_TASKS, KOREAN_NLI, YNAT_TOPICS, Example, get_task
-from albert_tf.errors import TaskError
-from albert_tf.training import distribution, finetuning, finetuning_objectives, metrics, run_directory
-from albert_tf.training.finetuning_objectives import ClassifierObjective
 import albert_tf
+from albert_tf.data import task_readers
+from albert_tf.data.task_readers import Example
+from albert_tf.errors import TaskError
+from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, KOREAN_NLI, YNAT_TOPICS, get_task
+from albert_tf.tasks.classification.objective import ClassifierObjective
+from albert_tf.tasks.similarity import objective as similarity_objective
+from albert_tf.training import distribution, finetuning, metrics, run_directory
+from albert_tf.training import finetuning_objectives
 from conftest import SHARED, SP8K_MODEL, corpus_lines, requires_shared, run_tool
 
 MESSAGES = os.path.join(SHARED, "parallel", "en_ko_messages.tsv")
@@ -207,7 +210,7 @@ def test_klue_json_files_are_read_by_guid_with_test_reading_dev(korean_dirs):
                                ("klue-nli", "klue-nli-v1.1", ("premise", "hypothesis", "gold_label")),
                                ("klue-sts", "klue-sts-v1.1", ("sentence1", "sentence2", "labels"))):
     task = get_task(name)
-    splits = {split: task.read_examples(str(root), split) for split in tasks.SPLITS}
+    splits = {split: task.read_examples(str(root), split) for split in task_readers.SPLITS}
     for split, file_split in (("train", "train"), ("dev", "dev"), ("test", "dev")):
       path = root / folder / f"{folder}_{file_split}.json"
       records = json.loads(path.read_text(encoding="utf-8"))
@@ -432,8 +435,8 @@ def test_sentence_encoder_learns_korean_sts_and_scores_as_scipy(korean_dirs, tmp
                                                                 projection_dim):
   """train_sentence_encoder's objective reads KLUE-STS and KorSTS by name; Spearman and Pearson of its cosines
   are SciPy's."""
-  objective = finetuning_objectives.SentenceSimilarityObjective(get_task(name), pooling=pooling,
-                                                                projection_dim=projection_dim)
+  objective = similarity_objective.SentenceSimilarityObjective(get_task(name), pooling=pooling,
+                                                               projection_dim=projection_dim)
   output_dir = tmp_path / "run"
   finetuning.run(options(korean_dirs[name], output_dir, learning_rate=1e-3), objective, ONE_DEVICE)
   assert objective.score_range[0] >= 0.0 and objective.score_range[1] <= 5.0  # the train split's scores

@@ -17,7 +17,8 @@ from albert_tf.training import distribution, pretraining
 from conftest import REPO
 
 # Each sub-package may import itself and those before it. `errors`, `files` and `workers` come first of all.
-STAGES = ("errors", "files", "workers", "modeling", "text", "data", "interop", "serving", "training", "cli")
+STAGES = ("errors", "files", "workers", "modeling", "text", "data", "interop", "serving", "training", "tasks",
+          "cli")
 
 
 def stage_of(module: str):

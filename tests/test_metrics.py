@@ -5,7 +5,8 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-from albert_tf.data.tasks import TsvFormat, get_task
+from albert_tf.tasks.classification.catalogue import get_task
+from albert_tf.tasks.classification.user_tsv import TsvFormat
 from albert_tf.training import metrics
 
 

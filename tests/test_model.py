@@ -9,6 +9,7 @@ import transformers
 
 import albert_tf
 from albert_tf.modeling import layers
+from albert_tf.tasks.squad import heads as squad_heads
 from conftest import REPO, padded_batch, randomize, tiny_config
 
 # transformers.AlbertModel's parameter counts for Google's v2 configs (keras-hub presets agree).
@@ -113,8 +114,8 @@ def test_activations_match_their_formulas():
     layers.ClassificationHead(hidden_size=16, num_classes=3, dropout_rate=0.1),
     layers.TokenPooling("max"),
     layers.SentenceEmbeddingHead("cls", projection_dim=8, initializer_range=0.05),
-    layers.SpanLogitsHead(hidden_size=16, initializer_range=0.05),
-    layers.XLNetSpanHead(hidden_size=16, start_n_top=3, end_n_top=2, dropout_rate=0.2),
+    squad_heads.SpanLogitsHead(hidden_size=16, initializer_range=0.05),
+    squad_heads.XLNetSpanHead(hidden_size=16, start_n_top=3, end_n_top=2, dropout_rate=0.2),
 ], ids=lambda layer: type(layer).__name__)
 def test_layer_get_config_round_trips(layer):
   config = layer.get_config()

@@ -4,29 +4,35 @@ arguments by position and by name."""
 
 import importlib
 import inspect
+import itertools
 import pkgutil
 import re
 
 import numpy as np
 
-import albert_tf.training
-from albert_tf.data.parallel_text import ParallelPair
-from albert_tf.data.tasks import get_task
+from albert_tf.tasks.classification.catalogue import get_task
+from albert_tf.tasks.classification.objective import ClassifierObjective
+from albert_tf.tasks.race.objective import MultipleChoiceObjective
+from albert_tf.tasks.similarity.distillation import DistillationObjective
+from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
+from albert_tf.tasks.similarity.parallel_text import ParallelPair
+from albert_tf.tasks.squad.objective import SquadObjective, SquadSettings
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import finetuning, loop, pretraining
-from albert_tf.training.distillation import DistillationObjective
-from albert_tf.training.finetuning_objectives import ClassifierObjective, SentenceSimilarityObjective
+import albert_tf.tasks
+import albert_tf.training
 from albert_tf.training.pretraining_objective import PretrainingObjective
-from albert_tf.training.reading_objectives import MultipleChoiceObjective, SquadObjective, SquadSettings
 from conftest import SP8K_MODEL, requires_shared
 
 
 def objective_classes():
-  """Every class of `albert_tf.training` named `...Objective`, the protocols aside (what members several objectives
-  share are `...Defaults`)."""
+  """Every class of `albert_tf.training` and `albert_tf.tasks` named `...Objective`, the protocols aside (what
+  members several objectives share are `...Defaults`)."""
   found = set()
-  for module_info in pkgutil.iter_modules(albert_tf.training.__path__):
-    module = importlib.import_module(f"{albert_tf.training.__name__}.{module_info.name}")
+  modules = pkgutil.walk_packages(albert_tf.training.__path__, f"{albert_tf.training.__name__}.")
+  task_modules = pkgutil.walk_packages(albert_tf.tasks.__path__, f"{albert_tf.tasks.__name__}.")
+  for module_info in itertools.chain(modules, task_modules):
+    module = importlib.import_module(module_info.name)
     for name, value in vars(module).items():
       if (inspect.isclass(value) and value.__module__ == module.__name__ and name.endswith("Objective")
           and not getattr(value, "_is_protocol", False)):

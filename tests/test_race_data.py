@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from albert_tf.data.race import RaceExample, race_features, read_race_examples
 from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.tasks.race.data import RaceExample, race_features, read_race_examples
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 from conftest import SP8K_MODEL, corpus_lines, requires_shared
 

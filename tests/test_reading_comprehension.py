@@ -13,14 +13,17 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.data import squad
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
-from albert_tf.serving.answer_spans import QuestionAnsweringOptions
+from albert_tf.tasks.squad import examples as squad_examples
+from albert_tf.tasks.squad import features as squad_features
+from albert_tf.tasks.squad import predictions as squad_predictions
+from albert_tf.tasks.squad import scoring as squad_scoring
+from albert_tf.tasks.squad import serving as squad_serving
+from albert_tf.tasks.squad.answer_spans import QuestionAnsweringOptions
+from albert_tf.tasks.squad.objective import TFLITE_FILE
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from albert_tf.training import run_directory, squad_predictions, squad_scoring
+from albert_tf.training import run_directory
 from albert_tf.training.finetuning_objectives import SUBMIT_RESULTS
-from albert_tf.training import reading_objectives
-from albert_tf.training.reading_objectives import TFLITE_FILE
 from conftest import SP8K_MODEL, requires_shared, run_tool
 from reading_comprehension_data import (CONFIG, DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH, PARENTHESES, POOLS,
                                         QUESTION, SEQ, dev_questions, first_span_baseline, read_json, squad_tool_run,
@@ -73,8 +76,8 @@ def test_exported_v1_model_answers_raw_text_as_the_evaluation_does_and_tflite_ag
                                                 context=tf.constant([e.context_text for e in examples]))
   assert [text.decode("utf-8") for text in served["answer"].numpy()] == [predictions[e.qas_id] for e in examples]
 
-  features = squad.convert_examples_to_features(examples[:3], SentencePieceTokenizer(SP8K_MODEL), SEQ, DOC_STRIDE,
-                                                MAX_QUERY_LENGTH, is_training=False)
+  features = squad_features.convert_examples_to_features(examples[:3], SentencePieceTokenizer(SP8K_MODEL), SEQ,
+                                                         DOC_STRIDE, MAX_QUERY_LENGTH, is_training=False)
   runner = tf.lite.Interpreter(model_path=str(export / TFLITE_FILE)).get_signature_runner()
   for feature in features:
     ids = np.array([feature.padded_input_ids(SEQ)], np.int32)
@@ -95,11 +98,11 @@ def test_in_graph_windows_and_spans_are_the_python_features_and_predictions(squa
   # Each context after four unrelated sentences, so the answer sits in a later window or across two.
   rng = random.Random(5)
   filler = POOLS["en"][1] + POOLS["ko"][1]
-  examples = [squad.SquadExample(e.qas_id, e.question_text, " ".join(rng.choice(filler) for _ in range(4)) +
-                                 f" {e.context_text}", "", -1, False, e.gold_answers) for e in examples]
+  examples = [squad_examples.SquadExample(e.qas_id, e.question_text, " ".join(rng.choice(filler) for _ in range(4)) +
+                                          f" {e.context_text}", "", -1, False, e.gold_answers) for e in examples]
   # The run's reading settings, which the export reads as the run did.
-  features = squad.convert_examples_to_features(examples, SentencePieceTokenizer(SP8K_MODEL), SEQ, DOC_STRIDE,
-                                                MAX_QUERY_LENGTH, is_training=False)
+  features = squad_features.convert_examples_to_features(examples, SentencePieceTokenizer(SP8K_MODEL), SEQ, DOC_STRIDE,
+                                                         MAX_QUERY_LENGTH, is_training=False)
   assert len(features) > 3 * len(examples)  # many windows per question
   inputs = {"input_word_ids": tf.constant([f.padded_input_ids(SEQ) for f in features]),
             "input_mask": tf.constant([f.input_mask(SEQ) for f in features]),
@@ -202,6 +205,6 @@ def test_export_of_a_squad_run_reads_as_the_run_did(tmp_path):
   (tmp_path / run_directory.BEST_CHECKPOINT_INFO).write_text(json.dumps({"global_step": 4, "f1": 50.0,
                                                                          "null_score_diff_threshold": -1.5}))
   prefix = str(tmp_path / run_directory.BEST_CHECKPOINT)
-  assert reading_objectives.run_serving_options(prefix) == QuestionAnsweringOptions(10, 7, 5, 3, -1.5)
+  assert squad_serving.run_serving_options(prefix) == QuestionAnsweringOptions(10, 7, 5, 3, -1.5)
   (tmp_path / "task.json").write_text(json.dumps({"task": "mrpc", "label_list": ["0", "1"]}))
-  assert reading_objectives.run_serving_options(prefix) is None
+  assert squad_serving.run_serving_options(prefix) is None

@@ -1,12 +1,15 @@
-"""SQuAD examples and features (albert_tf.data.squad) on small files built from the shared corpora."""
+"""SQuAD examples, features and their cache (`albert_tf.tasks.squad`) on small files built from the shared
+corpora."""
 
 import json
 
 import pytest
 import tensorflow as tf
 
-from albert_tf.data import squad
 from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.tasks.squad import examples as squad_examples
+from albert_tf.tasks.squad import feature_cache
+from albert_tf.tasks.squad import features as squad_features
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 from conftest import SP8K_MODEL, corpus_lines, requires_shared
 
@@ -42,9 +45,9 @@ def write_squad(path, paragraphs, version="1.1"):
 def features_of(tmp_path, tokenizer, paragraphs, is_training=True, version_2=False, max_seq_length=384,
                 doc_stride=128, max_query_length=64):
   path = write_squad(tmp_path / "squad.json", paragraphs, "v2.0" if version_2 else "1.1")
-  examples, _, _ = squad.read_squad_examples(path, is_training, version_2)
-  features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length,
-                                                is_training)
+  examples, _, _ = squad_examples.read_squad_examples(path, is_training, version_2)
+  features = squad_features.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
+                                                         max_query_length, is_training)
   return examples, features
 
 
@@ -173,7 +176,7 @@ def test_v2_unanswerable_questions(tmp_path, tokenizer):
     assert [(f.is_impossible, f.start_position, f.end_position) for f in features][0] == (True, 0, 0)
   assert features[1].start_position == 0 and not features[1].is_impossible  # no positions when predicting
   with pytest.raises(DataError, match="question none has 0 answers.*version_2_with_negative"):
-    squad.read_squad_examples(str(tmp_path / "squad.json"), is_training=True, version_2_with_negative=False)
+    squad_examples.read_squad_examples(str(tmp_path / "squad.json"), is_training=True, version_2_with_negative=False)
 
 
 def test_prediction_files_keep_every_answer(tmp_path, tokenizer):
@@ -191,7 +194,7 @@ def test_count_questions(tmp_path):
   unanswerable = {"id": "none", "question": EN[5], "answers": [], "is_impossible": True}
   path = write_squad(tmp_path / "squad.json", [(context, [unanswerable, question("a", context, "voluntary")]),
                                                (EN[0], [question("b", EN[0], "political")])], "v2.0")
-  assert (squad.count_questions(path), squad.count_questions(path, with_answers=True)) == (3, 2)
+  assert (squad_examples.count_questions(path), squad_examples.count_questions(path, with_answers=True)) == (3, 2)
 
 
 def test_ids_masks_and_unique_ids(tmp_path, tokenizer):
@@ -246,7 +249,7 @@ def test_the_cache_is_read_when_its_settings_match(tmp_path, tokenizer, capsys, 
   arguments = dict(input_file=input_file, tokenizer=tokenizer, max_seq_length=48, doc_stride=16,
                    max_query_length=8, is_training=is_training, version_2_with_negative=False,
                    feature_file=feature_file, feature_left_file=left_file)
-  made = squad.load_or_create_features(**arguments)
+  made = feature_cache.load_or_create_features(**arguments)
   assert "Wrote" in capsys.readouterr().err
   records = record_values(feature_file)
   google_names = {"unique_ids", "input_ids", "input_mask", "segment_ids", "p_mask"}
@@ -266,7 +269,7 @@ def test_the_cache_is_read_when_its_settings_match(tmp_path, tokenizer, capsys, 
 
   # The second call tokenizes nothing.
   monkeypatch.setattr(tokenizer, "tokenize", lambda *args, **kwargs: pytest.fail("tokenized again"))
-  cached = squad.load_or_create_features(**arguments)
+  cached = feature_cache.load_or_create_features(**arguments)
   assert "made with the same settings" in capsys.readouterr().err
   assert cached.features == made.features and cached.examples == made.examples
   assert len(made.features) > 2 and any(f.is_impossible for f in made.features) == is_training
@@ -278,24 +281,24 @@ def test_a_changed_setting_or_input_or_a_corrupt_cache_rebuilds(tmp_path, tokeni
   feature_file = str(tmp_path / "features.tfrecord")
   arguments = dict(input_file=input_file, tokenizer=tokenizer, max_seq_length=48, doc_stride=16,
                    max_query_length=8, is_training=True, version_2_with_negative=False, feature_file=feature_file)
-  squad.load_or_create_features(**arguments)
-  changed = squad.load_or_create_features(**dict(arguments, doc_stride=8))
+  feature_cache.load_or_create_features(**arguments)
+  changed = feature_cache.load_or_create_features(**dict(arguments, doc_stride=8))
   err = capsys.readouterr().err
   assert "doc_stride (16 → 8) changed" in err and "Wrote" in err
-  examples = squad.read_squad_examples(input_file, True, False)[0]
-  assert changed.features == squad.convert_examples_to_features(examples, tokenizer, 48, 8, 8, True)
+  examples = squad_examples.read_squad_examples(input_file, True, False)[0]
+  assert changed.features == squad_features.convert_examples_to_features(examples, tokenizer, 48, 8, 8, True)
 
   write_squad(tmp_path / "squad.json", [(context, [question("a", context, "harmful"), question("b", context, "the")])])
-  assert len(squad.load_or_create_features(**dict(arguments, doc_stride=8)).examples) == 2
+  assert len(feature_cache.load_or_create_features(**dict(arguments, doc_stride=8)).examples) == 2
   assert "input_file_size (" in capsys.readouterr().err
 
   data = bytearray(open(feature_file, "rb").read())
   data[len(data) // 2] ^= 0xFF
   with open(feature_file, "wb") as writer:
     writer.write(bytes(data))
-  rebuilt = squad.load_or_create_features(**dict(arguments, doc_stride=8))
+  rebuilt = feature_cache.load_or_create_features(**dict(arguments, doc_stride=8))
   assert "corrupt" in capsys.readouterr().err
-  assert squad.load_or_create_features(**dict(arguments, doc_stride=8)).features == rebuilt.features
+  assert feature_cache.load_or_create_features(**dict(arguments, doc_stride=8)).features == rebuilt.features
   assert "made with the same settings" in capsys.readouterr().err
   assert not [path for path in tmp_path.iterdir() if ".partial" in path.name]
 
@@ -311,18 +314,18 @@ def test_answers_not_at_their_offset_are_skipped_for_training(tmp_path, capsys):
          # Whitespace runs compare as one space: this answer is the context's "political philosophy".
          question("spaces", context, "political  philosophy", start=context.index("political"))]
   path = write_squad(tmp_path / "squad.json", [(context, qas)])
-  examples, _, skipped = squad.read_squad_examples(path, is_training=True, version_2_with_negative=False)
+  examples, _, skipped = squad_examples.read_squad_examples(path, is_training=True, version_2_with_negative=False)
   assert ([e.qas_id for e in examples], skipped) == (["good", "spaces"], 2)
   assert examples[1].answer_text == "political philosophy"
   assert "2 of 4 training answers do not match the text at their answer_start and were skipped" in (
       capsys.readouterr().err)
-  examples, _, skipped = squad.read_squad_examples(path, is_training=False, version_2_with_negative=False)
+  examples, _, skipped = squad_examples.read_squad_examples(path, is_training=False, version_2_with_negative=False)
   assert (len(examples), skipped) == (4, 0)
   assert examples[1].gold_answers == ("political",)
 
   path = write_squad(tmp_path / "squad.json", [(context, qas[1:3])])
   with pytest.raises(DataError, match="no training answer matches"):
-    squad.read_squad_examples(path, True, False)
+    squad_examples.read_squad_examples(path, True, False)
 
 
 def document(**paragraph):
@@ -357,21 +360,21 @@ def test_bad_files_are_named_errors(tmp_path, tokenizer, content, error, message
   path = tmp_path / "squad.json"
   path.write_bytes(content)
   with pytest.raises(error, match=message):
-    squad.read_squad_examples(str(path), is_training=True, version_2_with_negative=False)
+    squad_examples.read_squad_examples(str(path), is_training=True, version_2_with_negative=False)
   feature_file = tmp_path / "features.tfrecord"
   with pytest.raises(error, match=message):
-    squad.load_or_create_features(str(path), tokenizer, 64, 16, 8, True, False, str(feature_file))
+    feature_cache.load_or_create_features(str(path), tokenizer, 64, 16, 8, True, False, str(feature_file))
   assert not feature_file.exists()
 
 
 def test_missing_file_and_bad_options(tmp_path, tokenizer):
   missing = str(tmp_path / "nowhere.json")
   with pytest.raises(InputFileError, match="nowhere.json"):
-    squad.read_squad_examples(missing, True, False)
+    squad_examples.read_squad_examples(missing, True, False)
   input_file = write_squad(tmp_path / "squad.json", [(EN[0], [question("a", EN[0], "political")])])
   feature_file = tmp_path / "features.tfrecord"
   with pytest.raises(OptionError, match=r"max_seq_length \(67\) must exceed max_query_length \+ 3 \(64 \+ 3 = 67\)"):
-    squad.load_or_create_features(input_file, tokenizer, 67, 16, 64, True, False, str(feature_file))
+    feature_cache.load_or_create_features(input_file, tokenizer, 67, 16, 64, True, False, str(feature_file))
   with pytest.raises(OptionError, match="doc_stride must be at least 1, not 0"):
-    squad.convert_examples_to_features([], tokenizer, 128, 0, 64, True)
+    squad_features.convert_examples_to_features([], tokenizer, 128, 0, 64, True)
   assert not feature_file.exists()

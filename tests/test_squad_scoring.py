@@ -6,9 +6,11 @@ import re
 import numpy as np
 import pytest
 
-from albert_tf.data.squad import SquadExample, SquadFeature
 from albert_tf.errors import DataError
-from albert_tf.training import squad_predictions, squad_scoring
+from albert_tf.tasks.squad import predictions as squad_predictions
+from albert_tf.tasks.squad import scoring as squad_scoring
+from albert_tf.tasks.squad.examples import SquadExample
+from albert_tf.tasks.squad.features import SquadFeature
 
 QUERY_LENGTH = 2  # [CLS] q q [SEP]: the context starts at sequence position 4
 CONTEXT = "Denver Broncos beat the Carolina Panthers in Santa Clara ."

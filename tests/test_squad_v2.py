@@ -6,8 +6,9 @@ A file apart from test_reading_comprehension.py (SQuAD v1.1 and RACE), so that t
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.training import run_directory, squad_predictions
-from albert_tf.training.reading_objectives import TFLITE_FILE
+from albert_tf.tasks.squad import predictions as squad_predictions
+from albert_tf.tasks.squad.objective import TFLITE_FILE
+from albert_tf.training import run_directory
 from conftest import SP8K_MODEL, requires_shared
 from reading_comprehension_data import dev_questions, first_span_baseline, read_json, squad_tool_run
 

@@ -5,9 +5,11 @@ import re
 
 import pytest
 
-from albert_tf.data import tasks
-from albert_tf.data.tasks import KNOWN_TASKS, Example, TsvFormat, get_task
+from albert_tf.data import task_readers
+from albert_tf.data.task_readers import Example
 from albert_tf.errors import DataError, TaskError
+from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
+from albert_tf.tasks.classification.user_tsv import TsvFormat
 from conftest import GLUE_FILES, SHARED, requires_shared, write
 
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -49,8 +51,8 @@ def at(path, line):
 def test_glue_processors_read_the_real_layouts(glue_dir, name):
   folder, counts, first_train, first_test = EXPECTED[name]
   task = get_task(name)
-  splits = {split: task.read_examples(str(glue_dir / folder), split) for split in tasks.SPLITS}
-  assert tuple(len(splits[split]) for split in tasks.SPLITS) == counts
+  splits = {split: task.read_examples(str(glue_dir / folder), split) for split in task_readers.SPLITS}
+  assert tuple(len(splits[split]) for split in task_readers.SPLITS) == counts
   assert splits["train"][0] == first_train
   assert splits["test"][0] == first_test
   for split in ("train", "dev"):

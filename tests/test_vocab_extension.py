@@ -16,8 +16,8 @@ import albert_tf
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.interop.vocab_resizing import extend_vocabulary, resize_vocabulary
-from albert_tf.interop.weight_names import named_weights
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
+from albert_tf.modeling.weight_names import named_weights
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text import vocab_extension
 from albert_tf.text.sentencepiece_training import train_sentencepiece

@@ -27,8 +27,8 @@ from albert_tf import cli
 from albert_tf import files
 from albert_tf.cli import finetuning_flags
 from albert_tf.cli import tokenizer_flags
-from albert_tf.training import finetuning_objectives
-from albert_tf.training import sts_evaluation
+from albert_tf.tasks.similarity import objective as similarity_objective
+from albert_tf.tasks.similarity import sts_evaluation
 
 FLAGS = flags.FLAGS
 
@@ -60,7 +60,7 @@ def main(argv):
       max_seq_length=FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents)
   source.check()  # before the data is read
   task = finetuning_flags.task_from_flags()
-  finetuning_objectives.check_similarity_task(task)
+  similarity_objective.check_similarity_task(task)
   examples = task.read_examples(FLAGS.data_dir, FLAGS.split)
   evaluation = sts_evaluation.evaluate(examples, source.embedder(FLAGS.batch_size))
   print(f"{task.name} {FLAGS.split}: {evaluation.num_pairs:,} pairs ({evaluation.num_texts:,} distinct texts), "

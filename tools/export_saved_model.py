@@ -19,11 +19,9 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the SentencePiece op for loading)
 
 from albert_tf.cli import tokenizer_flags
-
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
-from albert_tf.training import reading_objectives
 
 FLAGS = flags.FLAGS
 
@@ -45,7 +43,7 @@ def main(argv):
   path = saved_model.export_saved_model(
       model, FLAGS.export_dir, FLAGS.spm_model_file, FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case,
       keep_accents=FLAGS.keep_accents, fill_mask_top_k=FLAGS.fill_mask_top_k, version=FLAGS.export_version,
-      question_answering=reading_objectives.run_serving_options(prefix))
+      task_options=saved_model.run_task_options(model, prefix))
   if getattr(model, "masked_lm_head", None) is None:
     print(f"{prefix} has no masked-LM head, so the SavedModel has no fill_mask signature.")
   signatures = tf.saved_model.load(path).signatures  # also checks that it loads

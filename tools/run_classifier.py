@@ -43,15 +43,15 @@ from absl import flags
 from albert_tf import cli
 from albert_tf.cli import finetuning_flags
 from albert_tf.cli import strategy_flags
+from albert_tf.tasks.classification import objective as classification_objective
 from albert_tf.training import finetuning
-from albert_tf.training import finetuning_objectives
 
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   del argv
-  objective = finetuning_objectives.ClassifierObjective(finetuning_flags.task_from_flags())
+  objective = classification_objective.ClassifierObjective(finetuning_flags.task_from_flags())
   finetuning.run(finetuning_flags.options_from_flags(), objective, strategy_flags.strategy_from_flags())
 
 

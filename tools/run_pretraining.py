@@ -13,8 +13,17 @@ Further pretraining of a released model on one 24 GB GPU, MLM only, 32 x 512 per
 
 Flags and defaults are those of Google's run_pretraining.py; --strategy_type, --eval_input_file,
 --mixed_precision, --random_seed, --jit_compile, --log_steps, --sentence_order_prediction,
---gradient_accumulation_steps and --recompute_grad are ours. Rerunning the same command after a
-crash resumes from the last checkpoint in --output_dir, input position included.
+--gradient_accumulation_steps, --recompute_grad, --find_max_micro_batch and --memory_limit_mb are ours. Rerunning
+the same command after a crash resumes from the last checkpoint in --output_dir, input position included.
+
+The command with --find_max_micro_batch (in place of --gradient_accumulation_steps) measures instead of training:
+it prints the largest micro-batch per replica whose step fits in the GPU (or in --memory_limit_mb), and the
+--gradient_accumulation_steps that trains --train_batch_size with it, and exits, reading and writing no file:
+
+  python tools/run_pretraining.py --init_checkpoint=albert_base_tf2 \
+      --albert_config_file=albert_base_tf2/albert_config.json --input_file=data/train-*.tfrecord \
+      --output_dir=runs/further --nosentence_order_prediction --train_batch_size=32 \
+      --recompute_grad --mixed_precision=float16 --find_max_micro_batch
 
 The input files may hold masked records (Google's, or create_pretraining_data's) or unmasked ones
 (create_pretraining_data --dynamic_masking), which are masked afresh every epoch with the masking flags they
@@ -27,6 +36,7 @@ from albert_tf import cli
 from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.training import capacity
 from albert_tf.training import loop
 from albert_tf.training import optimization
 from albert_tf.training import pretraining
@@ -68,11 +78,41 @@ flags.DEFINE_bool("sentence_order_prediction", True, "Train the sentence-order h
                   "--nosentence_order_prediction is MLM only (no SOP head in the model, its checkpoints or its "
                   "figures) on the same records.")
 memory_flags.define_memory_flags()
+flags.DEFINE_bool("find_max_micro_batch", False, "Instead of training, find the largest micro-batch per replica (up "
+                  "to --train_batch_size / replicas) whose training step fits in memory, with this command's model, "
+                  "--max_seq_length, --max_predictions_per_seq, --mixed_precision, --recompute_grad, --optimizer, "
+                  "--sentence_order_prediction and --jit_compile; print it and the --gradient_accumulation_steps that "
+                  "trains --train_batch_size with it, and exit. Reads no input file and writes nothing in "
+                  "--output_dir. Each size is measured on one device in a fresh process, doubling from 1, then "
+                  "bisecting. Needs --strategy_type=one_device or mirrored.")
+flags.DEFINE_integer("memory_limit_mb", None, "--find_max_micro_batch: the memory a step may use, in MB (on a GPU, "
+                     "default: what the GPU has; elsewhere required: on the CPU a step grows into swap rather than "
+                     "running out of memory).")
+
+
+def print_max_micro_batch(config: AlbertConfig):
+  """--find_max_micro_batch: prints the largest micro-batch that fits and the --gradient_accumulation_steps of
+  --train_batch_size with it."""
+  settings = capacity.PretrainingStepSettings(
+      config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.mixed_precision,
+      FLAGS.sentence_order_prediction, FLAGS.recompute_grad, FLAGS.optimizer, FLAGS.jit_compile)
+  num_replicas = capacity.local_replicas(FLAGS.strategy_type)
+  per_replica_batch = loop.micro_batch_size(FLAGS.train_batch_size, num_replicas)
+  # Doubling from 1: no size tried is above twice one that fits.
+  largest = capacity.find_max_micro_batch(settings, FLAGS.memory_limit_mb, 1, per_replica_batch)
+  steps = capacity.fewest_accumulation_steps(per_replica_batch, largest)
+  print(f"--train_batch_size={FLAGS.train_batch_size} on {num_replicas} replica(s) fits with "
+        f"--gradient_accumulation_steps={steps}: micro-batches of {per_replica_batch // steps}.")
+  print(f"max_micro_batch: {largest}")
+  print(f"gradient_accumulation_steps: {steps}")
 
 
 def main(argv):
   del argv
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+  if FLAGS.find_max_micro_batch:
+    print_max_micro_batch(config)
+    return
   options = pretraining.PretrainingOptions(
       input_file=FLAGS.input_file, output_dir=FLAGS.output_dir, albert_config=config,
       init_checkpoint=FLAGS.init_checkpoint, eval_input_file=FLAGS.eval_input_file,

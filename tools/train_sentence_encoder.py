@@ -35,12 +35,12 @@ from absl import flags
 from albert_tf import cli
 from albert_tf.cli import finetuning_flags
 from albert_tf.cli import strategy_flags
-from albert_tf.data import parallel_text
 from albert_tf.errors import OptionError
 from albert_tf.modeling.layers.pooling import POOLING_MODES
-from albert_tf.training import distillation
+from albert_tf.tasks.similarity import distillation
+from albert_tf.tasks.similarity import objective as similarity_objective
+from albert_tf.tasks.similarity import parallel_text
 from albert_tf.training import finetuning
-from albert_tf.training import finetuning_objectives
 
 FLAGS = flags.FLAGS
 
@@ -80,8 +80,8 @@ def main(argv):
   elif not FLAGS.data_dir:
     raise OptionError("Nothing to learn from: give an STS task's --data_dir, or --parallel_file and --teacher.")
   else:
-    objective = finetuning_objectives.SentenceSimilarityObjective(finetuning_flags.task_from_flags(), _score_range(),
-                                                                  FLAGS.pooling, FLAGS.projection_dim)
+    objective = similarity_objective.SentenceSimilarityObjective(finetuning_flags.task_from_flags(), _score_range(),
+                                                                 FLAGS.pooling, FLAGS.projection_dim)
   finetuning.run(options, objective, strategy_flags.strategy_from_flags())
 
 

@@ -12,9 +12,11 @@ from absl import flags
 from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.cli import tokenizer_flags
-from albert_tf.data import tasks
+from albert_tf.data import task_readers
 from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.tasks.classification import catalogue
+from albert_tf.tasks.classification import user_tsv
 from albert_tf.training import finetuning
 from albert_tf.training import loop
 from albert_tf.training import optimization
@@ -69,7 +71,7 @@ def define_task_flags():
                       "train.tsv, dev.tsv, test.tsv; KLUE's ynat-v1.1_train.json, ...; KorSTS', KorNLI's, NSMC's), "
                       "in the task's folder of its download or the folder above it (Google's --data_dir); or one "
                       "file, read as each split.")
-  flags.DEFINE_string("task_name", None, f"The task (any case): {', '.join(tasks.KNOWN_TASKS)}. The Korean tasks' "
+  flags.DEFINE_string("task_name", None, f"The task (any case): {', '.join(catalogue.KNOWN_TASKS)}. The Korean tasks' "
                       "test splits are labeled: KLUE's is its dev file (its test labels are not public), NSMC's "
                       "dev split is its test file.")
   flags.DEFINE_integer("tsv_text_a_column", 0, "tsv task: the column (0-based) of the first text.")
@@ -96,7 +98,7 @@ def define_flags(data_dir_required: bool = True):
     flags.mark_flag_as_required("data_dir")
 
 
-def task_from_flags() -> tasks.Task:
+def task_from_flags() -> task_readers.Task:
   """The task of --task_name; for `tsv`, laid out as the --tsv_* flags say.
 
   Raises:
@@ -107,14 +109,14 @@ def task_from_flags() -> tasks.Task:
     if given:
       raise TaskError(f"{', '.join(given)} describe a tsv task's files; --task_name={FLAGS.task_name} "
                             "has its own layout.")
-    return tasks.get_task(FLAGS.task_name)
-  tsv_format = tasks.TsvFormat(
+    return catalogue.get_task(FLAGS.task_name)
+  tsv_format = user_tsv.TsvFormat(
       text_a_column=FLAGS.tsv_text_a_column, label_column=FLAGS.tsv_label_column,
       text_b_column=FLAGS.tsv_text_b_column, has_header=FLAGS.tsv_has_header,
       is_regression=FLAGS.tsv_is_regression,
       label_list=tuple(FLAGS.tsv_label_list) if FLAGS.tsv_label_list else None,
       label_threshold=FLAGS.tsv_label_threshold, test_has_labels=FLAGS.tsv_test_has_labels)
-  return tasks.get_task("tsv", tsv_format)
+  return catalogue.get_task("tsv", tsv_format)
 
 
 def options_from_flags(**values) -> finetuning.FineTuningOptions:

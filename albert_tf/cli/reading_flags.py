@@ -8,12 +8,13 @@ import os
 from absl import flags
 
 from albert_tf.cli import finetuning_flags
-from albert_tf.data import squad
 from albert_tf.errors import OptionError
-from albert_tf.serving.answer_spans import QuestionAnsweringOptions
+from albert_tf.tasks.race import objective as race_objective
+from albert_tf.tasks.squad import examples as squad_examples
+from albert_tf.tasks.squad import objective as squad_objective
+from albert_tf.tasks.squad.answer_spans import QuestionAnsweringOptions
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import finetuning
-from albert_tf.training import reading_objectives
 
 FLAGS = flags.FLAGS
 TRAIN_FEATURE_FILE = "train_features.tfrecord"
@@ -59,7 +60,7 @@ def squad_run_from_flags(version: int):
     raise OptionError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1).")
   text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
   tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
-  settings = reading_objectives.SquadSettings(
+  settings = squad_objective.SquadSettings(
       version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),
       predict_feature_file=FLAGS.predict_feature_file or os.path.join(FLAGS.output_dir, PREDICT_FEATURE_FILE),
@@ -67,12 +68,12 @@ def squad_run_from_flags(version: int):
       reading=QuestionAnsweringOptions(FLAGS.max_query_length, FLAGS.doc_stride, FLAGS.max_answer_length,
                                        FLAGS.n_best_size),
       **({"start_n_top": FLAGS.start_n_top, "end_n_top": FLAGS.end_n_top} if version == 2 else {}))
-  objective = reading_objectives.SquadObjective(settings, tokenizer, FLAGS.max_seq_length)
+  objective = squad_objective.SquadObjective(settings, tokenizer, FLAGS.max_seq_length)
   schedule = {}
   if FLAGS.do_train:
     if not FLAGS.train_file:
       raise OptionError("--do_train needs --train_file.")
-    num_questions = squad.count_questions(FLAGS.train_file)
+    num_questions = squad_examples.count_questions(FLAGS.train_file)
     train_step = int(num_questions / FLAGS.train_batch_size * FLAGS.num_train_epochs)
     if train_step < 1:
       raise OptionError(f"{num_questions} questions / --train_batch_size={FLAGS.train_batch_size} × "
@@ -80,7 +81,7 @@ def squad_run_from_flags(version: int):
     schedule = {"train_step": train_step, "warmup_step": int(train_step * FLAGS.warmup_proportion)}
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise OptionError("--do_predict needs --predict_file.")
-  do_eval = bool(FLAGS.do_predict and squad.count_questions(FLAGS.predict_file, with_answers=True))
+  do_eval = bool(FLAGS.do_predict and squad_examples.count_questions(FLAGS.predict_file, with_answers=True))
   options = finetuning_flags.options_from_flags(data_dir=None, do_eval=do_eval,
                                                 eval_batch_size=FLAGS.predict_batch_size, **schedule)
   return options, objective
@@ -107,7 +108,7 @@ def race_run_from_flags():
   """The `FineTuningOptions` and `MultipleChoiceObjective` of the flags."""
   text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
   tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
-  objective = reading_objectives.MultipleChoiceObjective(tokenizer, FLAGS.max_qa_length, FLAGS.high_only,
-                                                         FLAGS.middle_only)
+  objective = race_objective.MultipleChoiceObjective(tokenizer, FLAGS.max_qa_length, FLAGS.high_only,
+                                                     FLAGS.middle_only)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
   return options, objective

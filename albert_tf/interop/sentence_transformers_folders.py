@@ -15,9 +15,8 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from albert_tf.errors import DataError, OptionError
-from albert_tf.interop import conversion
 from albert_tf.interop import hf_tokenizer
-from albert_tf.interop.safetensors_files import write_safetensors
+from albert_tf.interop.hf_weight_files import read_hf_weights, write_safetensors
 from albert_tf.modeling.layers.pooling import POOLING_MODES
 
 # sentence-transformers' files. The module types are the names its releases have always written
@@ -210,7 +209,7 @@ def _dense_layer(module_dir: str, width: Optional[int]) -> DenseLayer:
                     "use_residual or other module_input_name and module_output_name.")
   if width is not None and in_features != width:
     raise DataError(f"{where}: in_features={in_features}, but the module before it gives {width} values.")
-  tensors = conversion.read_hf_weights(module_dir)
+  tensors = read_hf_weights(module_dir)
   expected = {"linear.weight": [out_features, in_features]}
   if values.get("bias", True):
     expected["linear.bias"] = [out_features]

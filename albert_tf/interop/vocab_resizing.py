@@ -6,7 +6,7 @@ the piece's text into, so that the model first reads the new piece about as it r
 whose text was all `<unk>` to the old model starts as the mean of all rows. The output bias likewise. The
 bare word-start piece `▁` does not count (see `vocab_extension.old_segmentations`): counted, it made every
 word-initial piece of a new script a copy of the `▁` row and bias, and that raised the masked-LM loss before
-any training, on the new language and on the old one (BUILD_NOTES.md, "Vocabulary extension"). Every
+any training, on the new language and on the old one (docs/benchmarks.md, "Vocabulary extension"). Every
 other weight, the heads the source holds included, is copied unchanged, so text the old model covered gets
 the same ids (see `albert_tf.text.vocab_extension`), the same encoder outputs and the same logits for the old
 pieces.
@@ -25,9 +25,11 @@ import tensorflow as tf
 
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop import conversion
-from albert_tf.interop.weight_names import named_weights
+from albert_tf.interop.source_tensors import Conversion
 from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import CONFIG_FILE
+from albert_tf.modeling.weight_names import named_weights
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text import vocab_extension
 from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
@@ -89,12 +91,11 @@ def resize_vocabulary(model: tf.Module, new_rows: np.ndarray, new_bias: Optional
 
 
 def _refuse_fine_tuned(model: tf.Module) -> None:
-  """A task head (classifier, SQuAD, multiple choice) has no place in a resized pretraining model: refused, not
-  dropped."""
-  heads = [name for head, name in checkpoint_lib.TASK_HEADS.items() if getattr(model, head, None) is not None]
-  if heads:
-    raise OptionError(f"The checkpoint is a fine-tuned model (it has a {heads[0]}): extend the vocabulary of the "
-                      "pretrained model it came from, then fine-tune again.")
+  """A task head has no place in a resized pretraining model: refused, not dropped."""
+  head = task_heads.head_of(model)
+  if head is not None:
+    raise OptionError(f"The checkpoint is a fine-tuned model (it has a {head.description}): extend the vocabulary "
+                      "of the pretrained model it came from, then fine-tune again.")
 
 
 @dataclasses.dataclass
@@ -118,7 +119,7 @@ class VocabExtension:
   notes: List[str]
   options: options_lib.TokenizerOptions
   comparisons: List[vocab_extension.TextComparison]
-  source: Optional[conversion.Conversion] = None
+  source: Optional[Conversion] = None
   rows_from_sub_pieces: int = 0
   paths: Dict[str, str] = dataclasses.field(default_factory=dict)
 

@@ -1,8 +1,9 @@
 """The package's TF2 checkpoint layout: one function writes it, one restores it with a full diff on mismatch.
 
 Every checkpoint this package writes is a `tf.train.Checkpoint` whose root child `model` is an
-`AlbertPretrainer` (with or without its sentence-order head) or an `AlbertEncoder`; training adds
-`optimizer`, `step` and the input state beside it. `build_model_for_checkpoint` builds whichever it holds.
+`AlbertPretrainer` (with or without its sentence-order head), an `AlbertEncoder`, an `AlbertSentenceEncoder` or
+a fine-tuned model (a registered task head, `task_heads`); training adds `optimizer`, `step` and the input state
+beside it. `build_model_for_checkpoint` builds whichever it holds.
 Variable keys are object paths such as `model/encoder/groups/0/0/query/kernel/.ATTRIBUTES/VARIABLE_VALUE`.
 
 Restoring first matches the model against the checkpoint's object graph exactly as TensorFlow does (child
@@ -20,11 +21,10 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from albert_tf.errors import CheckpointMismatchError, InputFileError
-from albert_tf.modeling.classifier import AlbertClassifier
+from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.pretrainer import AlbertPretrainer
-from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 
 MODEL_KEY = "model"
@@ -33,15 +33,8 @@ CHECKPOINT_NAME = "model.ckpt"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # The heads of `AlbertPretrainer` (attribute = checkpoint child names), as messages call them.
 HEADS = {"masked_lm_head": "masked-LM head", "sentence_order_head": "sentence-order head"}
-CLASSIFIER_HEAD = "classifier_head"
-# The heads of the reading-comprehension models (see `modeling.question_answering`).
-SQUAD_HEAD = "squad_head"
-SQUAD_V2_HEAD = "squad_v2_head"
-CHOICE_HEAD = "choice_head"
-# The heads of fine-tuned models (attribute = checkpoint child names), as messages call them.
-TASK_HEADS = {CLASSIFIER_HEAD: "classifier head", SQUAD_HEAD: "SQuAD v1 head", SQUAD_V2_HEAD: "SQuAD v2 head",
-              CHOICE_HEAD: "multiple-choice head"}
-# Written by fine-tuning beside its checkpoints: the task and, for a classifier, its labels in head order.
+# Written by fine-tuning beside its checkpoints: the task and what rebuilds its model (a classifier's labels in
+# head order, ...).
 TASK_INFO_FILE = "task.json"
 # A sentence encoder's head (checkpoint child name), and the task.json key of its pooling and projection.
 SENTENCE_HEAD = "sentence_head"
@@ -210,14 +203,12 @@ def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[st
 def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Module, str]:
   """Builds the model a checkpoint holds and restores it.
 
-  An `AlbertEncoder` for an encoder checkpoint (a sentence encoder's too), an `AlbertPretrainer` without
-  the sentence-order head when only the masked-LM head is there (as converted from Hugging Face's
-  `AlbertForMaskedLM`), the full `AlbertPretrainer` for both heads, and an `AlbertClassifier` for a
-  fine-tuned classifier: its labels are those of the `task.json` beside the checkpoint, else the class ids
-  ("0", "1", ...); one output is a regression. A SQuAD v1, SQuAD v2 or multiple-choice checkpoint gives
-  `AlbertQuestionAnswerer`, `AlbertQuestionAnswererV2` (its beam from the `task.json` beside it, else
-  Google's 5 × 5) or `AlbertMultipleChoice`. A sentence encoder's checkpoint gives an
-  `AlbertSentenceEncoder` with the pooling and projection of the `task.json` beside it.
+  An `AlbertEncoder` for an encoder checkpoint, an `AlbertPretrainer` without the sentence-order head when
+  only the masked-LM head is there (as converted from Hugging Face's `AlbertForMaskedLM`), the full
+  `AlbertPretrainer` for both heads, and an `AlbertSentenceEncoder` with the pooling and projection of the
+  `task.json` beside a sentence encoder's checkpoint. A fine-tuned checkpoint gives the model of its task head
+  (`task_heads`), rebuilt from the head's variables and the `task.json` beside it (a classifier's labels, else
+  the class ids; SQuAD v2's beam, else Google's 5 × 5).
 
   Args:
     config: the config the checkpoint was written with.
@@ -234,15 +225,13 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
   prefix = resolve_checkpoint_path(path)
   reader, graph, model_node = _read_model_graph(prefix)
   parts = set(_children(graph, model_node))
+  task_head = task_heads.head_among(parts)
   if SENTENCE_HEAD in parts:
     model = sentence_encoder_model(config, prefix)
-  elif CLASSIFIER_HEAD in parts:
-    variables = _checkpoint_variables(reader, graph, model_node)
-    num_outputs = variables[f"{CLASSIFIER_HEAD}/output_weights"][1][0]
-    model = AlbertClassifier(config, _label_names(prefix, num_outputs))
-    model(model.dummy_inputs(), training=False)
-  elif parts & {SQUAD_HEAD, SQUAD_V2_HEAD, CHOICE_HEAD}:
-    model = reading_comprehension_model(config, parts, read_task_info(prefix))
+  elif task_head is not None:
+    shapes = {path: shape for path, (_, shape) in _checkpoint_variables(reader, graph, model_node).items()
+              if path.startswith(f"{task_head.attribute}/")}
+    model = task_head.rebuild(config, shapes, read_task_info(prefix))
   else:
     model = model_with_heads(config, parts & set(HEADS))
   restore_checkpoint(model, prefix)
@@ -267,35 +256,6 @@ def sentence_encoder_model(config: AlbertConfig, prefix: str) -> AlbertSentenceE
         f"{TASK_INFO_FILE} that train_sentence_encoder wrote beside it is missing or has no "
         f"'{SENTENCE_EMBEDDING_INFO}'. Copy it beside the checkpoint.")
   model = AlbertSentenceEncoder(config, info["pooling"], info.get("projection_dim"))
-  model(model.dummy_inputs(), training=False)
-  return model
-
-
-def _label_names(prefix: str, num_outputs: int) -> Optional[Tuple[str, ...]]:
-  """A classifier checkpoint's labels: from the task.json beside it, else the class ids; None for regression."""
-  if num_outputs == 1:
-    return None
-  labels = read_task_info(prefix).get("label_list")
-  if labels and len(labels) == num_outputs:
-    return tuple(labels)
-  return tuple(str(index) for index in range(num_outputs))
-
-
-def reading_comprehension_model(config: AlbertConfig, parts: Set[str], task_info: Dict) -> tf.Module:
-  """The built SQuAD v1, SQuAD v2 or multiple-choice model whose head is among `parts`.
-
-  Args:
-    config: the model's config.
-    parts: the checkpoint's (or the Google checkpoint's) model parts: `SQUAD_HEAD`, `SQUAD_V2_HEAD` or
-      `CHOICE_HEAD` among them.
-    task_info: the run's task.json (SQuAD v2's beam, `start_n_top` and `end_n_top`), or {}.
-  """
-  if SQUAD_HEAD in parts:
-    model = AlbertQuestionAnswerer(config)
-  elif SQUAD_V2_HEAD in parts:
-    model = AlbertQuestionAnswererV2(config, task_info.get("start_n_top", 5), task_info.get("end_n_top", 5))
-  else:
-    model = AlbertMultipleChoice(config)
   model(model.dummy_inputs(), training=False)
   return model
 

@@ -13,16 +13,9 @@
 - `fill_mask` (`text` with `[MASK]`s), when the model has its masked-LM head → the top-k tokens and
   probabilities at each mask.
 
-A fine-tuned `AlbertClassifier` exports `classify_text` (`text_a`) and `classify_text_pair` (`text_a`,
-`text_b`) → `probabilities`, `predictions` (class ids) and `labels` (their names), or `predictions` (the
-score) for a regression; its `serving_default` classifies ids the same way, as Google's export did.
-
-A SQuAD model (`AlbertQuestionAnswerer`, `AlbertQuestionAnswererV2`) exports `answer_question` (`question`,
-`context`: strings `[batch]`) → `answer` (the best span, cut from the context as given), `score`, and for v2
-`has_answer` and `no_answer_score` (Google's null-score difference; no answer when it is not below the
-threshold the evaluation chose); long contexts are read in Google's doc-stride windows (see `answer_spans`).
-Its `serving_default` takes ids, as Google's SQuAD export (v2 also `p_mask`). A multiple-choice model's
-`serving_default` takes ids `[batch, options, seq]` → `probabilities` and `predictions` over the options.
+A fine-tuned model exports its task's signatures besides these, from the module its task head names
+(`task_heads.TaskHead.serving_module`): a classifier's `classify_text`, a SQuAD model's `answer_question`, ...
+(see each task package's `serving`).
 
 Loading needs only TensorFlow and `import tensorflow_text` (for the SentencePiece op), not albert-tf.
 The config, the SentencePiece model and its tokenizer options travel along as `assets/albert_config.json`,
@@ -37,22 +30,16 @@ from typing import Optional
 import tensorflow as tf
 
 from albert_tf.errors import OptionError
-from albert_tf.modeling.classifier import AlbertClassifier
+from albert_tf.modeling import task_heads
 from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead
-from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
-from albert_tf.serving import answer_spans
-from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.serving.tracing import graph_function, tracing_as_saving
 from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
 
 _TEXT = tf.TensorSpec([None], tf.string)
-_IDS = tf.TensorSpec([None, None], tf.int32)
-_TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
-_TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
-_QUESTION = tf.TensorSpec([None], tf.string, name="question")
-_CONTEXT = tf.TensorSpec([None], tf.string, name="context")
-_CHOICE_IDS = tf.TensorSpec([None, None, None], tf.int32)
+IDS = tf.TensorSpec([None, None], tf.int32)
+TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
+TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
 
 
 class AlbertServingModule(tf.Module):
@@ -97,7 +84,7 @@ class AlbertServingModule(tf.Module):
     ids_b = ids_a[:, :0] if text_b is None else self.tokenize(text_b)
     return self.tokenizer.pack(ids_a, ids_b, self.max_seq_length)
 
-  @graph_function(input_signature=[_IDS, _IDS, _IDS])
+  @graph_function(input_signature=[IDS, IDS, IDS])
   def serve(self, input_word_ids, input_mask, input_type_ids):
     outputs = self.encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
                             "input_type_ids": input_type_ids}, training=False)
@@ -140,8 +127,8 @@ class AlbertServingModule(tf.Module):
     """The SavedModel signatures, by name."""
     signatures = {
         "serving_default": self.serve.get_concrete_function(),
-        "encode_text": self.encode_text.get_concrete_function(_TEXT_A),
-        "encode_text_pair": self.encode_text.get_concrete_function(_TEXT_A, _TEXT_B),
+        "encode_text": self.encode_text.get_concrete_function(TEXT_A),
+        "encode_text_pair": self.encode_text.get_concrete_function(TEXT_A, TEXT_B),
         "sentence_embedding": self.sentence_embedding.get_concrete_function(),
     }
     if self.fill_mask is not None:
@@ -149,106 +136,12 @@ class AlbertServingModule(tf.Module):
     return signatures
 
 
-class AlbertClassifierServingModule(AlbertServingModule):
-  """A fine-tuned `AlbertClassifier` behind text-in classification signatures, plus the encoder's.
-
-  Args:
-    model: a restored `AlbertClassifier`.
-    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
-  """
-
-  def __init__(self, model: AlbertClassifier, tokenizer: GraphTokenizer, max_seq_length: int,
-               asset_files: Optional[dict] = None):
-    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
-    self._untracked(classifier_head=model.classifier_head)
-    self.label_names = None if model.is_regression else tf.constant(model.label_names)
-
-  def _classify(self, inputs):
-    logits = self.classifier_head(self.serve(**inputs)["pooled_output"], training=False)
-    if self.label_names is None:
-      return {"predictions": logits[:, 0]}
-    predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    return {"probabilities": tf.nn.softmax(logits), "predictions": predictions,
-            "labels": tf.gather(self.label_names, predictions)}
-
-  @graph_function(input_signature=[_IDS, _IDS, _IDS])
-  def classify(self, input_word_ids, input_mask, input_type_ids):
-    return self._classify({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                           "input_type_ids": input_type_ids})
-
-  @graph_function()
-  def classify_text(self, text_a, text_b=None):
-    return self.classify(**self._pack(text_a, text_b))
-
-  def signatures(self):
-    return dict(super().signatures(), serving_default=self.classify.get_concrete_function(),
-                classify_text=self.classify_text.get_concrete_function(_TEXT_A),
-                classify_text_pair=self.classify_text.get_concrete_function(_TEXT_A, _TEXT_B))
-
-
-class AlbertQuestionAnsweringServingModule(AlbertServingModule):
-  """A fine-tuned SQuAD model behind `answer_question`, plus the encoder's signatures.
-
-  Args:
-    model: a restored `AlbertQuestionAnswerer` or `AlbertQuestionAnswererV2`.
-    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
-    options: how questions and contexts are read, as in training.
-  """
-
-  def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, options: QuestionAnsweringOptions,
-               asset_files: Optional[dict] = None):
-    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
-    options.check(max_seq_length)
-    self.options = options
-    self.is_v2 = isinstance(model, AlbertQuestionAnswererV2)
-    threshold = options.no_answer_threshold
-    self.no_answer_threshold = tf.constant(float("inf") if threshold is None else threshold, tf.float32)
-    # Saving traces every tf.function the module holds: only the one of this model's inputs exists (v2's
-    # head also takes p_mask).
-    self.serve_spans = graph_function(self._spans, input_signature=[_IDS] * (4 if self.is_v2 else 3))
-
-  def _spans(self, input_word_ids, input_mask, input_type_ids, p_mask=None):
-    inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
-    if p_mask is not None:
-      inputs["p_mask"] = p_mask
-    return self.model(inputs, training=False)
-
-  @graph_function(input_signature=[_QUESTION, _CONTEXT])
-  def answer_question(self, question, context):
-    windows = answer_spans.question_windows(self.tokenizer, question, context, self.max_seq_length, self.options)
-    outputs = self.model(windows["inputs"], training=False)
-    if not self.is_v2:
-      spans = answer_spans.span_scores_v1(windows, outputs["start_logits"], outputs["end_logits"], self.options)
-      return answer_spans.best_answers(context, windows, *spans)
-    answers = answer_spans.best_answers(context, windows, *answer_spans.span_scores_v2(windows, outputs,
-                                                                                        self.options))
-    # Google's null score: the lowest no-answer logit over the question's windows.
-    no_answer_score = tf.math.unsorted_segment_min(outputs["cls_logits"], windows["example"], tf.shape(question)[0])
-    has_answer = (no_answer_score < self.no_answer_threshold) & tf.math.is_finite(answers["score"])
-    return dict(answer=tf.where(has_answer, answers["answer"], ""), score=answers["score"], has_answer=has_answer,
-                no_answer_score=no_answer_score)
-
-  def signatures(self):
-    return dict(super().signatures(), serving_default=self.serve_spans.get_concrete_function(),
-                answer_question=self.answer_question.get_concrete_function())
-
-
-class AlbertMultipleChoiceServingModule(AlbertServingModule):
-  """A fine-tuned `AlbertMultipleChoice` whose `serving_default` scores the options, plus the encoder's signatures.
-
-  Args:
-    model: a restored `AlbertMultipleChoice`.
-    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
-  """
-
-  @graph_function(input_signature=[_CHOICE_IDS, _CHOICE_IDS, _CHOICE_IDS])
-  def choose(self, input_word_ids, input_mask, input_type_ids):
-    logits = self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                         "input_type_ids": input_type_ids}, training=False)["logits"]
-    return {"probabilities": tf.nn.softmax(logits), "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-
-  def signatures(self):
-    return dict(super().signatures(), serving_default=self.choose.get_concrete_function())
+def run_task_options(model, checkpoint_prefix: str):
+  """The `task_options` that the run of a fine-tuned model's checkpoint recorded for serving (None for none)."""
+  task_head = task_heads.head_of(model)
+  if task_head is None or task_head.serving_options_of_run is None:
+    return None
+  return task_head.serving_options_of_run(checkpoint_prefix)
 
 
 def next_version(export_dir: str) -> int:
@@ -262,7 +155,7 @@ def next_version(export_dir: str) -> int:
 def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
                        do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None,
                        fill_mask_top_k: int = 5, version: Optional[int] = None,
-                       question_answering: Optional[QuestionAnsweringOptions] = None) -> str:
+                       task_options=None) -> str:
   """Writes a SavedModel of a restored model to `<export_dir>/<version>` and returns that path.
 
   The version directory appears whole or not at all: the model is saved beside it and renamed into place.
@@ -270,8 +163,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
 
   Args:
     model: a restored `AlbertEncoder`, `AlbertPretrainer` (`fill_mask` needs its masked-LM head),
-      `AlbertSentenceEncoder` (its `sentence_embedding`), `AlbertClassifier` (with `classify_text`) or a
-      reading-comprehension model.
+      `AlbertSentenceEncoder` (its `sentence_embedding`) or fine-tuned model (with its task head's signatures:
+      see `task_heads.TaskHead.serving_module`).
     export_dir: the model's base directory, as TF Serving's `--model_base_path`.
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: the length text inputs are packed to (at most `max_position_embeddings`).
@@ -279,7 +172,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
       beside `spm_model_file` (see `albert_tf.text.tokenizer_options`), which a given value must agree with.
     fill_mask_top_k: candidates per mask in `fill_mask`.
     version: the version number; default one more than the highest present.
-    question_answering: how a SQuAD model's `answer_question` reads (default Google's flags' defaults).
+    task_options: what a fine-tuned model's signatures need besides the model, as its task head takes them
+      (how a SQuAD model's `answer_question` reads; None: its defaults). See `run_task_options`.
 
   Raises:
     ValueError: a bad length, top-k or version; FileNotFoundError: no SentencePiece model.
@@ -306,13 +200,9 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
     options_file = tokenizer_options.write_options(spiece_file, options)
     asset_files = {"albert_config.json": config_file, "spiece.model": spiece_file,
                    os.path.basename(options_file): options_file}
-    if isinstance(model, AlbertClassifier):
-      module = AlbertClassifierServingModule(model, tokenizer, max_seq_length, asset_files)
-    elif isinstance(model, (AlbertQuestionAnswerer, AlbertQuestionAnswererV2)):
-      module = AlbertQuestionAnsweringServingModule(model, tokenizer, max_seq_length,
-                                                    question_answering or QuestionAnsweringOptions(), asset_files)
-    elif isinstance(model, AlbertMultipleChoice):
-      module = AlbertMultipleChoiceServingModule(model, tokenizer, max_seq_length, asset_files)
+    task_head = task_heads.head_of(model)
+    if task_head is not None:
+      module = task_head.serving_module(model, tokenizer, max_seq_length, asset_files, task_options)
     else:
       module = AlbertServingModule(model, tokenizer, max_seq_length, fill_mask_top_k, asset_files)
     staging_dir = os.path.join(export_dir, f".{version}.incomplete")

@@ -16,8 +16,9 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.interop import conversion
+from albert_tf.interop import huggingface
 from albert_tf.interop import sentence_transformers_folders as st_folders
+from albert_tf.interop.source_tensors import SPM_FILE
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead, TokenPooling
@@ -177,7 +178,7 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
   A folder with `modules.json` (a sentence encoder's `export_hf`, or one sentence-transformers wrote) is
   computed as its modules say: mean, `[CLS]` or max pooling, its Dense modules (tanh or identity) and, where it
   has one, its Normalize module (the embeddings are unit length only then). Any other folder gives the mean of
-  the token vectors over real tokens, L2-normalised. The weights are read as `conversion.convert_hf_folder`
+  the token vectors over real tokens, L2-normalised. The weights are read as `huggingface.convert_hf_folder`
   reads them, and texts are tokenized with the folder's SentencePiece model and recorded options (see
   `albert_tf.text.tokenizer_options`).
 
@@ -194,7 +195,7 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
     InputFileError: no folder, config or weights; OptionError: no SentencePiece model, or a bad length.
     DataError: modules albert-tf does not compute (see `st_folders.read_sentence_transformers_head`), or a
       pooling of another width than the model's.
-    CheckpointMismatchError, AlbertConfigError: as `conversion.convert_hf_folder`.
+    CheckpointMismatchError, AlbertConfigError: as `huggingface.convert_hf_folder`.
   """
   if not os.path.isdir(folder):
     raise InputFileError(f"Hugging Face folder not found: {folder}")
@@ -202,10 +203,10 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
   if modules is None:
     modules = st_folders.SentenceTransformersHead("mean")
   transformer_dir = os.path.join(folder, modules.transformer_path)
-  if spm_model_file is None and not os.path.isfile(os.path.join(transformer_dir, conversion.SPM_FILE)):
-    raise OptionError(f"{transformer_dir} has no {conversion.SPM_FILE}: pass the SentencePiece model of its "
+  if spm_model_file is None and not os.path.isfile(os.path.join(transformer_dir, SPM_FILE)):
+    raise OptionError(f"{transformer_dir} has no {SPM_FILE}: pass the SentencePiece model of its "
                       "tokenizer (--spm_model_file).")
-  converted = conversion.convert_hf_folder(transformer_dir, spm_model_file)
+  converted = huggingface.convert_hf_folder(transformer_dir, spm_model_file)
   encoder = getattr(converted.model, "encoder", converted.model)
   config = encoder.config
   if modules.hidden_size not in (None, config.hidden_size):

@@ -82,7 +82,7 @@ class HubEncoder(ReusableCallable):
 
   Args:
     model: a restored `AlbertEncoder`, or a model holding one as `encoder` (`AlbertPretrainer`,
-      `AlbertClassifier`, `AlbertSentenceEncoder`); only a pretrainer's masked-LM head is exported.
+      `AlbertSentenceEncoder`, a fine-tuned model); only a pretrainer's masked-LM head is exported.
     config_file: the model's `albert_config.json`, shipped as an asset.
   """
 
@@ -174,8 +174,8 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
   An existing `export_path` is never overwritten.
 
   Args:
-    model: a restored `AlbertEncoder`, `AlbertPretrainer` (`mlm` needs its masked-LM head), `AlbertClassifier`
-      or `AlbertSentenceEncoder` (their encoder is exported).
+    model: a restored `AlbertEncoder`, `AlbertPretrainer` (`mlm` needs its masked-LM head),
+      `AlbertSentenceEncoder` or fine-tuned model (their encoder is exported).
     export_path: the directory to create.
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: what the preprocessor's `__call__` packs to (at most `max_position_embeddings`).

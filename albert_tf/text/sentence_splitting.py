@@ -2,9 +2,9 @@
 
 Korean goes to Kiwi (`kiwipiepy`, the `korean` extra), every other language to sentencex (Wikimedia's
 splitter, about 300 languages). Both were chosen by measured boundary precision and recall, on the shared
-corpora and on labelled hard cases (BUILD_NOTES, "Sentence splitters"): Kiwi analyses the morphemes, so it
-finds `-다.`/`-요.` with no space after them and keeps `"...요."라고` inside its sentence, where rule-based
-splitters cut; but it misses most English boundaries, so `auto` chooses per document.
+corpora and on labelled hard cases (docs/design.md, "Sentence splitters: the choice"): Kiwi analyses the
+morphemes, so it finds `-다.`/`-요.` with no space after them and keeps `"...요."라고` inside its sentence, where
+rule-based splitters cut; but it misses most English boundaries, so `auto` chooses per document.
 """
 
 import re

@@ -1,10 +1,9 @@
 """Fine-tuning on `tf.distribute`: train, keep the best checkpoint by the task's metric, predict, export.
 
-One driver, `FineTuning`, runs every fine-tuning job; what differs lives in an objective: in
-`finetuning_objectives` a classifier (Google's `run_classifier.py`) or a Sentence-BERT encoder, in
-`distillation` a sentence encoder distilled from a teacher's embeddings, in
-`reading_objectives` SQuAD v1 and v2 (`run_squad_v1.py`, `run_squad_v2.py`) and RACE (`run_race.py`). What the
-driver needs of an objective is `FineTuningObjective`.
+One driver, `FineTuning`, runs every fine-tuning job; what differs lives in an objective, in the job's task
+package (`albert_tf.tasks`): a classifier (Google's `run_classifier.py`), a Sentence-BERT encoder or one
+distilled from a teacher's embeddings, SQuAD v1 and v2 (`run_squad_v1.py`, `run_squad_v2.py`), RACE
+(`run_race.py`). What the driver needs of an objective is `FineTuningObjective`.
 
 A run reads and checks every split it needs before building anything, so bad data fails before training.
 Training resumes from the last checkpoint of `output_dir` (model, optimizer, step, input position); every
@@ -29,7 +28,6 @@ from albert_tf.files import write_atomically
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
-from albert_tf.serving.answer_spans import QuestionAnsweringOptions
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
 from albert_tf.training import distribution
 from albert_tf.training import loop
@@ -111,8 +109,9 @@ class FineTuningObjective(loop.TrainingObjective, Protocol):
   def exported_model(self, model):
     """What `--export_dir` serves: the model itself, or the part of it that serves (a sentence encoder)."""
 
-  def serving_options(self, output_dir: str) -> Optional[QuestionAnsweringOptions]:
-    """How the export reads questions (SQuAD's reading flags, and v2's threshold), or None."""
+  def serving_options(self, output_dir: str):
+    """What the exported signatures need besides the model, as its task head's `serving_module` takes it (how
+    SQuAD's `answer_question` reads, and v2's threshold), or None."""
 
   def export_files(self, model, export_path: str, max_seq_length: int) -> List[str]:
     """Writes what the job exports besides the SavedModel into `export_path`; returns the paths."""
@@ -126,7 +125,7 @@ class FineTuning:
 
   Args:
     options: the run's settings.
-    objective: the job (one of `finetuning_objectives`, `distillation` or `reading_objectives`).
+    objective: the job (a `FineTuningObjective` of a task package).
     strategy: the `tf.distribute` strategy.
   """
 
@@ -317,13 +316,14 @@ class FineTuning:
     o = self.options
     model = self.objective.exported_model(self.model)
     path = saved_model.export_saved_model(model, o.export_dir, o.spm_model_file, o.max_seq_length, o.do_lower_case,
-                                          o.keep_accents, question_answering=self.objective.serving_options(o.output_dir))
+                                          o.keep_accents, task_options=self.objective.serving_options(o.output_dir))
     for extra in self.objective.export_files(model, path, o.max_seq_length):
       print(f"Wrote {extra}", file=sys.stderr)
     return path
 
 
-def run(options: FineTuningOptions, objective: FineTuningObjective, strategy: tf.distribute.Strategy) -> Dict[str, object]:
+def run(options: FineTuningOptions, objective: FineTuningObjective,
+        strategy: tf.distribute.Strategy) -> Dict[str, object]:
   """Trains, evaluates, predicts and exports as `options` say; returns what each step produced."""
   run_state = FineTuning(options, objective, strategy)
   results = {}

@@ -11,7 +11,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-from albert_tf.data.tasks import Task
+from albert_tf.data.task_readers import Task
 
 
 def _pair(predictions, labels, dtype=None):
@@ -169,7 +169,7 @@ def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
   on one evaluation.
 
   Args:
-    task: the task, from `albert_tf.data.tasks.get_task`.
+    task: the task, from `albert_tf.tasks.classification.catalogue.get_task`.
     predictions: class ids, or class scores [examples, classes] (their argmax is taken); for regression,
       the predicted values ([examples] or [examples, 1]).
     labels: label ids, or the true values for regression.

@@ -2,7 +2,6 @@
 
 from albert_tf.modeling.layers.activations import get_activation
 from albert_tf.modeling.layers.factorized_embedding import FactorizedEmbedding
-from albert_tf.modeling.layers.heads import (ClassificationHead, MaskedLMHead, SentenceOrderHead, SpanLogitsHead,
-                                              XLNetSpanHead)
+from albert_tf.modeling.layers.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
 from albert_tf.modeling.layers.pooling import POOLING_MODES, SentenceEmbeddingHead, TokenPooling
 from albert_tf.modeling.layers.transformer_block import AlbertTransformerBlock

@@ -1,7 +1,7 @@
 """Measures prepare_corpus's throughput: MB of raw text a second, with 1 and N worker processes, for Korean
 (Kiwi) and English (sentencex), on the shared corpora's documents joined back into paragraphs.
 
-  python tools/benchmark_prepare_corpus.py --korean_file=../shared/corpus/ko_libreoffice_help.txt \
+  python benchmarks/benchmark_prepare_corpus.py --korean_file=../shared/corpus/ko_libreoffice_help.txt \
       --english_file=../shared/corpus/en_wiki.txt --num_workers=1,2 --repeat=2
 
 Each corpus is written as raw paragraphs --repeat times (every copy but the first then counts as duplicates,
@@ -50,7 +50,7 @@ def main(argv):
 
 
 def run():
-  """The `albert-benchmark-prepare-corpus` command."""
+  """The benchmark's command line, `python benchmarks/benchmark_prepare_corpus.py`."""
   cli.run(main)
 
 

@@ -18,14 +18,13 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit
-from albert_tf.data.parallel_text import ParallelPair, split_pairs
-from albert_tf.data.tasks import Example, Task
+from albert_tf.data.task_readers import Example, Task
 from albert_tf.errors import DataError, InputFileError, OptionError, TaskError
 from albert_tf.serving import sentence_embedders
+from albert_tf.tasks.similarity.objective import SentenceEncoderDefaults, check_similarity_task, pack_pairs_apart
+from albert_tf.tasks.similarity.parallel_text import ParallelPair, split_pairs
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
-from albert_tf.training.finetuning_objectives import (SentenceEncoderDefaults, check_similarity_task,
-                                                      pack_pairs_apart)
 
 TASK_NAME = "distillation"
 

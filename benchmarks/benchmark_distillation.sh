@@ -2,8 +2,8 @@
 # Cross-lingual distillation on real parallel text (../shared/parallel/en_ko_messages.tsv), end to end with the
 # tools, and the figures it reaches: translation retrieval of the student before and after distillation.
 #
-#   dev/benchmark_distillation.sh [work_dir]      (about 40 minutes on 2 CPU cores)
-#   DISTILL_STEPS=1000 dev/benchmark_distillation.sh   (a shorter distillation)
+#   benchmarks/benchmark_distillation.sh [work_dir]      (about 40 minutes on 2 CPU cores)
+#   DISTILL_STEPS=1000 benchmarks/benchmark_distillation.sh   (a shorter distillation)
 #
 # Teacher: albert_tiny pretrained (MLM + SOP) on the shared English corpora with an English vocabulary, mean
 # pooling, exported as a SavedModel. Student: albert_tiny with the shared English+Korean vocabulary

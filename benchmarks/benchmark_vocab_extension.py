@@ -5,7 +5,7 @@
       --init_checkpoint=runs/en --output_dir=bench/extended
   python tools/create_pretraining_data.py --input_file=ko_libreoffice_help.txt --output_file=bench/ko.tfrecord \
       --spm_model_file=bench/extended/spiece.model --max_seq_length=64 --max_predictions_per_seq=10
-  python tools/benchmark_vocab_extension.py --extended_dir=bench/extended --spm_model_file=spm/en8k.model \
+  python benchmarks/benchmark_vocab_extension.py --extended_dir=bench/extended --spm_model_file=spm/en8k.model \
       --eval_input_file=bench/ko.tfrecord --output_dir=bench/new_rows --max_seq_length=64 --max_predictions_per_seq=10
 
 writes the extended model twice more into --output_dir, with its new rows and MLM output-bias entries
@@ -125,7 +125,7 @@ def main(argv):
 
 
 def run():
-  """The `albert-benchmark-vocab-extension` command."""
+  """The benchmark's command line, `python benchmarks/benchmark_vocab_extension.py`."""
   flags.mark_flags_as_required(["extended_dir", "spm_model_file", "eval_input_file", "output_dir"])
   cli.run(main)
 

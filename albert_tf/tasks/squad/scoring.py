@@ -24,7 +24,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from albert_tf.errors import DataError
-from albert_tf.training.squad_predictions import SquadPredictions, apply_null_threshold, v2_predictions
+from albert_tf.tasks.squad.predictions import SquadPredictions, apply_null_threshold, v2_predictions
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)

@@ -1,6 +1,6 @@
 """Benchmarks dynamic masking against pre-masked records: disk, data-tool time, input and training speed.
 
-  python tools/benchmark_dynamic_masking.py \
+  python benchmarks/benchmark_dynamic_masking.py \
       --input_file=../shared/corpus/en_wiki.txt,../shared/corpus/ko_libreoffice_help.txt \
       --spm_model_file=../shared/reference/sp8k_en_ko.model --albert_config_file=configs/albert_tiny.json
 
@@ -32,12 +32,9 @@ from albert_tf.data.record_files import check_pretraining_records, count_records
 from albert_tf.errors import AlbertError
 from albert_tf.files import expand_input_patterns
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.pretrainer import AlbertPretrainer
 from albert_tf.training import capacity
 from albert_tf.training import distribution
-from albert_tf.training import loop
 from albert_tf.training import pretraining
-from albert_tf.training.pretraining_objective import PretrainingObjective
 
 FLAGS = flags.FLAGS
 
@@ -55,15 +52,17 @@ flags.DEFINE_integer("rounds", 3, "Training runs of each kind, alternated.")
 flags.DEFINE_integer("input_batches", 300, "Batches read to time the input alone.")
 
 KINDS = ("pre-masked", "dynamic")
+# The data tool as a user runs it, start-up included: benchmarks/ is run from a checkout, beside tools/.
+CREATE_PRETRAINING_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                                       "create_pretraining_data.py")
 
 
 def write_records(inputs, directory, dynamic):
   """Runs create_pretraining_data for one kind; returns (its files, seconds, bytes, instances)."""
   os.makedirs(directory)
   outputs = [os.path.join(directory, f"train-{index}.tfrecord") for index in range(4)]
-  command = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "create_pretraining_data.py"),
-             f"--input_file={','.join(inputs)}", f"--output_file={','.join(outputs)}",
-             f"--spm_model_file={FLAGS.spm_model_file}", "--nodo_lower_case",
+  command = [sys.executable, CREATE_PRETRAINING_DATA, f"--input_file={','.join(inputs)}",
+             f"--output_file={','.join(outputs)}", f"--spm_model_file={FLAGS.spm_model_file}", "--nodo_lower_case",
              f"--max_seq_length={FLAGS.max_seq_length}",
              f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq}", f"--num_workers={FLAGS.num_workers}",
              "--dynamic_masking" if dynamic else f"--dupe_factor={FLAGS.dupe_factor}"]
@@ -95,8 +94,8 @@ def main(argv):
   del argv
   # Bad input is refused before the minutes of data runs.
   inputs = expand_input_patterns(FLAGS.input_file)
-  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-  config.check_max_seq_length(FLAGS.max_seq_length)
+  step_settings = capacity.PretrainingStepSettings(AlbertConfig.from_json_file(FLAGS.albert_config_file),
+                                                   FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
   work = tempfile.mkdtemp(prefix="albert_dynamic_masking_benchmark-")
   try:
     written = {kind: write_records(inputs, os.path.join(work, kind), kind == "dynamic") for kind in KINDS}
@@ -106,7 +105,8 @@ def main(argv):
     files = {kind: written[kind][0] for kind in KINDS}
     recipes = {kind: check_pretraining_records(files[kind], FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
                for kind in KINDS}
-    pretraining.check_masking_recipe(recipes["dynamic"], config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
+    pretraining.check_masking_recipe(recipes["dynamic"], step_settings.albert_config, FLAGS.max_seq_length,
+                                     FLAGS.max_predictions_per_seq)
     dynamic_size, masked_size = written["dynamic"][2], written["pre-masked"][2]
     print(f"disk_ratio_dynamic_to_premasked: {dynamic_size / masked_size:.3f} (one masked pass: "
           f"{masked_size / FLAGS.dupe_factor / 1e6:.1f} MB)")
@@ -116,12 +116,7 @@ def main(argv):
       print(f"input_examples_per_second {kind}: {rate:.0f}")
 
     strategy = distribution.get_strategy("one_device")
-    objective = PretrainingObjective()
-    with loop.run_settings("float32", seed=0), strategy.scope():
-      model = AlbertPretrainer(config)
-      model(model.dummy_inputs(), training=False)
-      optimizer = loop.create_optimizer(model, "float32", loop.OptimizerSettings("lamb", 1e-4, 100000, 100))
-    step = loop.replica_train_step(model, optimizer, objective, loss_scaling=False)
+    _, step = step_settings.build(strategy)
     time_steps = capacity.train_step_timer(strategy, step)  # one tracing for both kinds and every round
 
     def examples_per_second(kind):
@@ -149,7 +144,7 @@ def main(argv):
 
 
 def run():
-  """The `albert-benchmark-dynamic-masking` command."""
+  """The benchmark's command line, `python benchmarks/benchmark_dynamic_masking.py`."""
   flags.mark_flags_as_required(["input_file", "spm_model_file", "albert_config_file"])
   cli.run(main)
 

@@ -1,49 +1,34 @@
-"""What reading-comprehension fine-tuning learns: SQuAD v1 and v2 (Google's `run_squad_v1.py`,
-`run_squad_v2.py`) and RACE (`run_race.py`), as objectives of `finetuning.FineTuning`.
+"""What SQuAD fine-tuning learns (Google's `run_squad_v1.py`, `run_squad_v2.py`), as an objective of
+`finetuning.FineTuning`.
 
-- `SquadObjective`: one row per doc-stride window of `albert_tf.data.squad` (cached as TFRecords between
-  runs). v1: the mean of the start and end cross-entropies over all tokens (Google's). v2: the same over
-  the tokens that can be answers, plus half the binary cross-entropy of the no-answer logit. Scored as the
-  official evaluation scripts (`squad_scoring`) from Google's n-best answers (`squad_predictions`).
-- `MultipleChoiceObjective`: one `[CLS] article [SEP] question+option [SEP]` per option; cross-entropy of
-  the softmax over the options; accuracy over all questions and per RACE level (middle, high).
-
-Both give `loop.Trainer` and the driver what `finetuning_objectives` describes.
+`SquadObjective`: one row per doc-stride window (`features`, cached as TFRecords between runs by
+`feature_cache`). v1: the mean of the start and end cross-entropies over all tokens (Google's). v2: the same
+over the tokens that can be answers, plus half the binary cross-entropy of the no-answer logit. Scored as the
+official evaluation scripts (`scoring`) from Google's n-best answers (`predictions`).
 """
 
 import dataclasses
-import itertools
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.data import race, squad
-from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences
+from albert_tf.data.finetuning_dataset import EncodedSplit, packed_ids
 from albert_tf.errors import OptionError, TaskError
-from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.question_answering import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertQuestionAnswererV2
-from albert_tf.serving import tflite
-from albert_tf.serving.answer_spans import QuestionAnsweringOptions
+from albert_tf.tasks.squad import feature_cache
+from albert_tf.tasks.squad import features as squad_features
+from albert_tf.tasks.squad import predictions as squad_predictions
+from albert_tf.tasks.squad import scoring as squad_scoring
+from albert_tf.tasks.squad import tflite
+from albert_tf.tasks.squad.answer_spans import READING_SETTINGS, QuestionAnsweringOptions
+from albert_tf.tasks.squad.model import AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from albert_tf.training import metrics as metrics_lib
-from albert_tf.training import run_directory, squad_predictions, squad_scoring
-from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables, safe_ratio,
-                                                      with_google_names)
+from albert_tf.training import run_directory
+from albert_tf.training.finetuning_objectives import FineTuningDefaults, safe_ratio
 
 TFLITE_FILE = "albert_model.tflite"  # Google's run_squad_v1 name
-# The reading settings a SQuAD run records in its task.json (the no-answer threshold is its evaluation's).
-_READING_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length", "n_best_size")
-
-
-def _packed(sequences: List[Sequence[int]], first_segment_lengths: List[int]) -> PackedSequences:
-  """Unpadded id sequences as `PackedSequences` (built from flat arrays: SQuAD's train set has ~90k rows)."""
-  lengths = np.array([len(ids) for ids in sequences], np.int64)
-  values = np.fromiter(itertools.chain.from_iterable(sequences), np.int32, count=int(lengths.sum()))
-  return PackedSequences(tf.RaggedTensor.from_row_lengths(values, lengths),
-                         tf.constant(first_segment_lengths, tf.int32))
 
 
 @dataclasses.dataclass
@@ -111,35 +96,36 @@ class SquadObjective(FineTuningDefaults):
   def run_info(self) -> Dict:
     s = self.settings
     return {"task": self.task_name, "start_n_top": s.start_n_top, "end_n_top": s.end_n_top,
-            **{name: getattr(s.reading, name) for name in _READING_SETTINGS}}
+            **{name: getattr(s.reading, name) for name in READING_SETTINGS}}
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     if info.get("task") != self.task_name:
       raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not "
                       f"{self.task_name!r}.")
 
-  def read_examples(self, data_dir: Optional[str], split: str) -> squad.SquadSplit:
+  def read_examples(self, data_dir: Optional[str], split: str) -> squad_features.SquadSplit:
     """The train split from --train_file; dev and test from --predict_file (Google's do_predict scores it)."""
     del data_dir
     s = self.settings
     if split == "train":
       if not s.train_file:
         raise OptionError("--do_train needs --train_file.")
-      return squad.load_or_create_features(
+      return feature_cache.load_or_create_features(
           s.train_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
           is_training=True,
           version_2_with_negative=self.is_v2, feature_file=s.train_feature_file)
     if not s.predict_file:
       raise OptionError("--do_predict needs --predict_file.")
     if self._predict_split is None:
-      self._predict_split = squad.load_or_create_features(
+      self._predict_split = feature_cache.load_or_create_features(
           s.predict_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
           is_training=False,
           version_2_with_negative=self.is_v2, feature_file=s.predict_feature_file,
           feature_left_file=s.predict_feature_left_file)
     return self._predict_split
 
-  def encode(self, examples: squad.SquadSplit, tokenizer, max_seq_length: int, description: str) -> EncodedSplit:
+  def encode(self, examples: squad_features.SquadSplit, tokenizer, max_seq_length: int,
+             description: str) -> EncodedSplit:
     """The windows of `examples` (what `read_examples` read) as rows, `[CLS] question [SEP] window [SEP]`, and
     their labels (start, end, is_impossible)."""
     del tokenizer, description  # the features were made with the Python tokenizer, which aligns characters
@@ -149,7 +135,7 @@ class SquadObjective(FineTuningDefaults):
     if not features:
       raise TaskError("No SQuAD features: every example was skipped.")
     labels = np.array([[f.start_position, f.end_position, int(f.is_impossible)] for f in features], np.int32)
-    packed = _packed([f.input_ids for f in features], [f.context_offset for f in features])
+    packed = packed_ids([f.input_ids for f in features], [f.context_offset for f in features])
     return EncodedSplit({"inputs": packed}, labels, [str(f.unique_id) for f in features], max_seq_length, examples)
 
   # --- model and loss ------------------------------------------------------------------------------------
@@ -202,7 +188,7 @@ class SquadObjective(FineTuningDefaults):
     """v1: the start and end logits of every token; v2: the head's beam and no-answer logit."""
     return model(batch["inputs"], training=False)
 
-  def _answers(self, outputs: Dict[str, np.ndarray], split: squad.SquadSplit, threshold: Optional[float]):
+  def _answers(self, outputs: Dict[str, np.ndarray], split: squad_features.SquadSplit, threshold: Optional[float]):
     s = self.settings.reading
     if self.is_v2:
       return squad_predictions.v2_predictions(
@@ -212,7 +198,7 @@ class SquadObjective(FineTuningDefaults):
     return squad_predictions.v1_predictions(split.examples, split.features, outputs["start_logits"],
                                             outputs["end_logits"], s.n_best_size, s.max_answer_length)
 
-  def _scores(self, outputs: Dict[str, np.ndarray], split: squad.SquadSplit):
+  def _scores(self, outputs: Dict[str, np.ndarray], split: squad_features.SquadSplit):
     """(answers, the official metrics): v2 with Google's two passes, the second at the best-F1 threshold."""
     s = self.settings.reading
     if self.is_v2:
@@ -257,104 +243,3 @@ class SquadObjective(FineTuningDefaults):
     features = self._predict_split.features[:4] if self._predict_split is not None else []
     return [tflite.export_checked_tflite(model, os.path.join(export_path, TFLITE_FILE), max_seq_length,
                                          [(feature.input_ids, feature.context_offset) for feature in features])]
-
-
-def run_serving_options(checkpoint_prefix: str) -> Optional[QuestionAnsweringOptions]:
-  """How `answer_question` should read for a checkpoint of a SQuAD run: the settings in the run's task.json
-  and, for v2, the threshold of its best evaluation; None when the directory holds no SQuAD run."""
-  run_dir = os.path.dirname(checkpoint_prefix)
-  info = checkpoint_lib.read_task_info(checkpoint_prefix)
-  if info.get("task") not in ("squad_v1", "squad_v2"):
-    return None
-  best = run_directory.read_best_info(run_dir) or {}
-  return QuestionAnsweringOptions(
-      **{name: info[name] for name in _READING_SETTINGS if name in info},
-      no_answer_threshold=best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
-
-
-class MultipleChoiceObjective(FineTuningDefaults):
-  """Google's RACE fine-tuning: a score per option, cross-entropy of their softmax.
-
-  Args:
-    tokenizer: the Python tokenizer of the model.
-    max_qa_length: question+option pieces kept (the last ones; Google's `--max_qa_length`).
-    high_only, middle_only: one RACE level only (Google's flags).
-  """
-
-  has_head = True
-  primary_metric = "accuracy"
-  sum_names = ("loss", "correct", "examples")
-  progress_groups = (("loss", "accuracy"),)
-  task_name = "race"
-
-  def __init__(self, tokenizer: SentencePieceTokenizer, max_qa_length: int = 128, high_only: bool = False,
-               middle_only: bool = False):
-    if high_only and middle_only:
-      raise OptionError("--high_only and --middle_only exclude each other.")
-    self.tokenizer = tokenizer
-    self.max_qa_length = max_qa_length
-    self.high_only = high_only
-    self.middle_only = middle_only
-
-  def run_info(self) -> Dict:
-    return {"task": self.task_name, "max_qa_length": self.max_qa_length}
-
-  def adopt_run_info(self, info: Dict, output_dir: str):
-    if info.get("task") != self.task_name:
-      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task_name!r}.")
-
-  def read_examples(self, data_dir: str, split: str) -> List[race.RaceExample]:
-    return race.read_race_examples(data_dir, split, self.high_only, self.middle_only)
-
-  def encode(self, examples: List[race.RaceExample], tokenizer, max_seq_length: int,
-             description: str) -> EncodedSplit:
-    """One row per question; each option's sequence under `choice_<k>`."""
-    del tokenizer, description
-    features = race.race_features(examples, self.tokenizer, max_seq_length, self.max_qa_length)
-    num_options = len(features[0].choice_ids)
-    sequences = {f"choice_{k}": _packed([f.choice_ids[k] for f in features],
-                                        [f.first_segment_lengths[k] for f in features]) for k in range(num_options)}
-    labels = np.array([max(example.label, 0) for example in examples], np.int32)
-    return EncodedSplit(sequences, labels, [example.example_id for example in examples], max_seq_length, examples)
-
-  def build_model(self, config: AlbertConfig, dropout_prob: float, recompute_grad: bool = False):
-    return AlbertMultipleChoice(config, dropout_prob, recompute_grad)
-
-  @staticmethod
-  def _options(batch):
-    """The model inputs `[batch, options, seq]` from the per-option sequences of a batch."""
-    names = sorted((name for name in batch if name.startswith("choice_")), key=lambda name: int(name[7:]))
-    return {key: tf.stack([batch[name][key] for name in names], axis=1) for key in batch[names[0]]}
-
-  def replica_loss(self, model):
-    """(batch, global examples) -> (this batch's share of the mean cross-entropy, its sums)."""
-
-    def loss_and_sums(batch, normalizers):
-      logits = model(self._options(batch), training=True)["logits"]
-      loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=batch["labels"], logits=logits)
-      correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), batch["labels"]), tf.float32)
-      sums = tf.stack([tf.reduce_sum(loss), tf.reduce_sum(correct), tf.cast(tf.size(loss), tf.float32)])
-      return sums[0] / normalizers[0], sums
-
-    return loss_and_sums
-
-  def metrics_from_sums(self, sums) -> Dict[str, float]:
-    values = dict(zip(self.sum_names, np.asarray(sums, np.float64)))
-    return {"loss": safe_ratio(values["loss"], values["examples"]),
-            "accuracy": safe_ratio(values["correct"], values["examples"])}
-
-  def predict(self, model, batch) -> tf.Tensor:
-    return model(self._options(batch), training=False)["logits"]
-
-  def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
-    """Accuracy over all questions and per level, the loss, and Google's `eval_accuracy`, `eval_loss`."""
-    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=split.labels, logits=outputs).numpy()
-    metrics = metrics_lib.race_accuracy(outputs.argmax(-1), split.labels, [e.level for e in split.source])
-    return with_google_names(dict({name: float(value) for name, value in metrics.items()}, loss=float(loss.mean())))
-
-  def prediction_files(self, outputs: np.ndarray, split: EncodedSplit, output_dir: str) -> Dict[str, str]:
-    """`submit_results.tsv` (question id, answer letter) and `test_results.tsv` (the options' probabilities)."""
-    del output_dir
-    probabilities = tf.nn.softmax(outputs).numpy()
-    letters = [chr(ord("A") + index) for index in probabilities.argmax(-1)]
-    return prediction_tables(split.guids, letters, probabilities.tolist())

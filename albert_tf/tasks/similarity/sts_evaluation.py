@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from albert_tf.data import tasks
+from albert_tf.data import task_readers
 from albert_tf.errors import OptionError, TaskError
 from albert_tf.serving import sentence_embedders
 from albert_tf.serving.sentence_embedders import Embedder
@@ -79,7 +79,7 @@ def pair_similarities(embeddings_a, embeddings_b) -> Dict[str, np.ndarray]:
           "euclidean": -np.sqrt(np.sum(np.square(a - b), axis=1)), "dot": np.sum(a * b, axis=1)}
 
 
-def evaluate(examples: Sequence[tasks.Example], embed: Embedder) -> StsEvaluation:
+def evaluate(examples: Sequence[task_readers.Example], embed: Embedder) -> StsEvaluation:
   """The correlations of each similarity of the pairs' embeddings with their gold scores.
 
   Pearson and Spearman are `metrics.pearson` and `metrics.spearman`: SciPy's, except 0 where one side has no

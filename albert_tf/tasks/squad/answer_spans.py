@@ -1,7 +1,7 @@
 """Question answering inside the graph: raw question and context in, the best answer span out.
 
-What `albert_tf.data.squad` and `albert_tf.training.squad_predictions` do in Python for evaluation, as graph
-ops for the `answer_question` signature of an exported SavedModel:
+What `features` and `predictions` do in Python for evaluation, as graph ops for the `answer_question`
+signature of an exported SavedModel:
 
 1. `question_windows`: the question's pieces (cut at `max_query_length`) and the context's pieces with
    their byte spans; the context is cut into Google's doc-stride windows, each packed as
@@ -17,8 +17,12 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
-from albert_tf.data import squad
 from albert_tf.errors import OptionError
+from albert_tf.tasks.squad import features as squad_features
+
+
+# The reading settings a SQuAD run records in its task.json (the no-answer threshold is its evaluation's).
+READING_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length", "n_best_size")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +46,7 @@ class QuestionAnsweringOptions:
 
   def check(self, max_seq_length: int):
     """Raises OptionError unless the options fit `max_seq_length` (as the features of training must)."""
-    squad.check_feature_options(max_seq_length, self.doc_stride, self.max_query_length)
+    squad_features.check_feature_options(max_seq_length, self.doc_stride, self.max_query_length)
     for name in ("max_answer_length", "n_best_size"):
       if getattr(self, name) < 1:
         raise OptionError(f"{name} must be at least 1, not {getattr(self, name)}.")

@@ -1,9 +1,9 @@
 """Benchmarks fine-tuning on real human ratings against a constant predictor and a bag-of-words model.
 
   # 1. Held-out splits of ../shared/finetune, and the unlabeled text of their train splits
-  python tools/benchmark_finetuning.py --finetune_dir=../shared/finetune --output_dir=bench --prepare_only
-  # 2. Pretrain with the package's own tools (see BUILD_NOTES.md), then fine-tune and compare:
-  python tools/benchmark_finetuning.py --finetune_dir=../shared/finetune --output_dir=bench \
+  python benchmarks/benchmark_finetuning.py --finetune_dir=../shared/finetune --output_dir=bench --prepare_only
+  # 2. Pretrain with the package's own tools (see docs/pretraining.md), then fine-tune and compare:
+  python benchmarks/benchmark_finetuning.py --finetune_dir=../shared/finetune --output_dir=bench \
       --albert_config_file=bench/pretraining/albert_config.json --init_checkpoint=bench/pretraining \
       --spm_model_file=bench/spm/en8k.model
 
@@ -12,7 +12,7 @@ id % 10 == 0 is the test split, id % 10 == 1 the dev split, the rest train. Two 
 rating as a regression (Pearson) and its sign as binary classification (score > 0; accuracy). Baselines
 are the constant predictor (the train mean; the majority class) and ridge regression on binary
 bag-of-words features, its regularisation chosen on dev. Fine-tuning keeps the checkpoint that is best on
-dev and is scored once on test. Prints one table; the figures are in BUILD_NOTES.md.
+dev and is scored once on test. Prints one table; the figures are in docs/benchmarks.md.
 """
 
 import collections
@@ -28,9 +28,11 @@ from absl import flags
 import numpy as np
 
 from albert_tf import cli
-from albert_tf.data.tasks import TsvFormat, get_task
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.tasks.classification import objective as classification_objective
+from albert_tf.tasks.classification.catalogue import get_task
+from albert_tf.tasks.classification.user_tsv import TsvFormat
 from albert_tf.training import distribution
 from albert_tf.training import finetuning
 from albert_tf.training import finetuning_objectives
@@ -199,7 +201,7 @@ def fine_tune(dataset: str, task_kind: str, num_train: int, output_dir: str) -> 
         keep_checkpoint_max=1, iterations_per_loop=steps_per_epoch, log_steps=max(steps_per_epoch // 4, 1),
         dropout_prob=FLAGS.dropout_prob)
     start = time.time()
-    finetuning.run(options, finetuning_objectives.ClassifierObjective(task), distribution.get_strategy("one_device"))
+    finetuning.run(options, classification_objective.ClassifierObjective(task), distribution.get_strategy("one_device"))
     with open(os.path.join(run_dir, "best_checkpoint.json"), encoding="utf-8") as reader:
       best = json.load(reader)
     with open(os.path.join(run_dir, finetuning_objectives.SUBMIT_RESULTS), encoding="utf-8") as reader:
@@ -243,7 +245,7 @@ def main(argv):
 
 
 def run():
-  """The `albert-benchmark-finetuning` command."""
+  """The benchmark's command line, `python benchmarks/benchmark_finetuning.py`."""
   flags.mark_flags_as_required(["finetune_dir", "output_dir"])
   cli.run(main)
 

@@ -62,7 +62,7 @@ def v1_predictions(examples: Sequence, features: Sequence, start_logits: np.ndar
   """The SQuAD v1.1 answers of `examples` from the start and end logits of their features.
 
   Args:
-    examples: the `albert_tf.data.squad.SquadExample`s, in the order `SquadFeature.example_index` counts.
+    examples: the `examples.SquadExample`s, in the order `SquadFeature.example_index` counts.
     features: their `SquadFeature`s, any order; row i of the logits is `features[i]`'s.
     start_logits: [features, sequence] float start logits (padding positions may follow the sequence).
     end_logits: [features, sequence] float end logits.
@@ -103,7 +103,7 @@ def v2_predictions(examples: Sequence, features: Sequence, start_top_log_probs: 
   """The SQuAD v2.0 answers of `examples` from the beam-search outputs of their features.
 
   Args:
-    examples: the `albert_tf.data.squad.SquadExample`s, in the order `SquadFeature.example_index` counts.
+    examples: the `examples.SquadExample`s, in the order `SquadFeature.example_index` counts.
     features: their `SquadFeature`s, any order; row i of the outputs is `features[i]`'s.
     start_top_log_probs: [features, start_n_top] log-probabilities of the best starts.
     start_top_index: [features, start_n_top] their sequence positions.

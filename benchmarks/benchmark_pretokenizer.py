@@ -1,7 +1,7 @@
 """Measures what a morpheme pretokenizer does to a Korean vocabulary: trains a plain, a Kiwi and a MeCab-ko
 vocabulary of the same size on the same documents and compares them on held-out ones.
 
-  python tools/benchmark_pretokenizer.py --output_dir=bench/pretokenizer
+  python benchmarks/benchmark_pretokenizer.py --output_dir=bench/pretokenizer
 
 splits --input_file by document (every --held_out_every-th held out; default: the shared Korean corpora), trains
 the three with `train_sentencepiece` (--pretokenizer none, kiwi, mecab; the korean extra), and prints the vocab
@@ -66,7 +66,7 @@ def main(argv):
 
 
 def run():
-  """The `albert-benchmark-pretokenizer` command."""
+  """The benchmark's command line, `python benchmarks/benchmark_pretokenizer.py`."""
   flags.mark_flags_as_required(["output_dir"])
   cli.run(main)
 

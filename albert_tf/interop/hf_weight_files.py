@@ -1,13 +1,14 @@
-"""The safetensors format, read and written with NumPy alone: Hugging Face's weights files, without the
-safetensors package."""
+"""Hugging Face's weight files: the safetensors format, read and written with NumPy alone (without the
+safetensors package), and a folder's weights read from whichever files it has."""
 
 import json
+import os
 import struct
 from typing import Dict, Optional
 
 import numpy as np
 
-from albert_tf.errors import DataError
+from albert_tf.errors import DataError, InputFileError
 
 _WRITE_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
                        np.dtype(np.int32): "I32"}
@@ -56,3 +57,35 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
     native = np.float32 if array.dtype.kind == "f" else array.dtype.newbyteorder("=")
     tensors[name] = array.astype(native)  # a writable copy in native byte order
   return tensors
+
+
+def read_hf_weights(folder: str) -> Dict[str, np.ndarray]:
+  """A Hugging Face folder's tensors by name, as float32 arrays: `model.safetensors`, a sharded safetensors index,
+  or `pytorch_model.bin` (which needs torch); a sentence-transformers module's folder too."""
+  safetensors_file = os.path.join(folder, "model.safetensors")
+  index_file = os.path.join(folder, "model.safetensors.index.json")
+  pytorch_file = os.path.join(folder, "pytorch_model.bin")
+  if os.path.isfile(safetensors_file):
+    return read_safetensors(safetensors_file)
+  if os.path.isfile(index_file):
+    with open(index_file, encoding="utf-8") as reader:
+      shards = sorted(set(json.load(reader)["weight_map"].values()))
+    tensors = {}
+    for shard in shards:
+      tensors.update(read_safetensors(os.path.join(folder, shard)))
+    return tensors
+  if os.path.isfile(pytorch_file):
+    return _read_pytorch_weights(pytorch_file)
+  raise InputFileError(f"No weights in {folder}: expected model.safetensors, model.safetensors.index.json "
+                          "or pytorch_model.bin.")
+
+
+def _read_pytorch_weights(path: str) -> Dict[str, np.ndarray]:
+  try:
+    import torch  # pylint: disable=import-outside-toplevel  # only this format needs PyTorch
+  except ImportError:
+    raise DataError(f"Reading {path} needs PyTorch (pip install torch); a folder with model.safetensors "
+                     "needs nothing more.") from None
+  state_dict = torch.load(path, map_location="cpu", weights_only=True)
+  return {name: (tensor.float() if tensor.is_floating_point() else tensor).numpy()
+          for name, tensor in state_dict.items()}

@@ -1,6 +1,6 @@
 """Benchmarks create_pretraining_data: instances/s, peak memory and extra disk for a corpus and flags.
 
-  python tools/benchmark_pretraining_data.py --input_file=../shared/corpus/en_wiki.txt \
+  python benchmarks/benchmark_pretraining_data.py --input_file=../shared/corpus/en_wiki.txt \
       --spm_model_file=../shared/reference/sp8k_en_ko.model --max_seq_length=128 --dupe_factor=5
 
 --corpus_repeat=10 concatenates the corpus ten times first, to show that memory does not grow with it.
@@ -127,7 +127,7 @@ def main(argv):
 
 
 def run():
-  """The `albert-benchmark-pretraining-data` command."""
+  """The benchmark's command line, `python benchmarks/benchmark_pretraining_data.py`."""
   flags.mark_flags_as_required(["input_file", "spm_model_file"])
   cli.run(main, flags_parser=data_flags.parse_flags_leaving_pipeline_options)
 

@@ -3,13 +3,16 @@
 Our checkpoints are object-based (`model/encoder/groups/0/0/query/kernel`); Google's TF1 checkpoints use
 `bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel`; Hugging Face uses
 `albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight`. Every converter and
-exporter goes through `named_weights`, so none of them repeats a mapping.
+exporter goes through `named_weights`, so none of them repeats a mapping. The encoder's and the paper's heads
+are named here; a task head names its own weights in its `task_heads.TaskHead`.
 """
 
 import dataclasses
 from typing import List, Optional, Tuple
 
 import tensorflow as tf
+
+from albert_tf.modeling import task_heads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,9 +21,8 @@ class WeightNames:
 
   Attributes:
     google: the TF1 variable name in Google's checkpoints.
-    hf: the key in a Hugging Face `AlbertForPreTraining` (`AlbertForSequenceClassification`,
-      `AlbertForQuestionAnswering`, `AlbertForMultipleChoice`) state dict; None where transformers has no
-      such weight (SQuAD v2's XLNet-style head).
+    hf: the key in a Hugging Face `AlbertForPreTraining` state dict (or a task model's: each task head says);
+      None where transformers has no such weight.
     transpose_for_hf: PyTorch `Linear` weights are [out, in]; TF kernels are [in, out].
   """
 
@@ -44,14 +46,14 @@ _BLOCK_LAYER_NORM = (
 )
 
 
-def _dense(layer, google: str, hf: Optional[str]) -> List[Tuple[WeightNames, tf.Variable]]:
+def dense_weights(layer, google: str, hf: Optional[str]) -> List[Tuple[WeightNames, tf.Variable]]:
   named = [(WeightNames(f"{google}/kernel", hf and f"{hf}.weight", True), layer.kernel)]
   if layer.use_bias:
     named.append((WeightNames(f"{google}/bias", hf and f"{hf}.bias"), layer.bias))
   return named
 
 
-def _layer_norm(layer, google: str, hf: Optional[str]) -> List[Tuple[WeightNames, tf.Variable]]:
+def layer_norm_weights(layer, google: str, hf: Optional[str]) -> List[Tuple[WeightNames, tf.Variable]]:
   return [(WeightNames(f"{google}/gamma", hf and f"{hf}.weight"), layer.gamma),
           (WeightNames(f"{google}/beta", hf and f"{hf}.bias"), layer.beta)]
 
@@ -66,27 +68,27 @@ def _encoder_weights(encoder) -> List[Tuple[WeightNames, tf.Variable]]:
       (WeightNames("bert/embeddings/position_embeddings", "albert.embeddings.position_embeddings.weight"),
        embeddings.position_embeddings),
   ]
-  named += _layer_norm(embeddings.layer_norm, "bert/embeddings/LayerNorm", "albert.embeddings.LayerNorm")
+  named += layer_norm_weights(embeddings.layer_norm, "bert/embeddings/LayerNorm", "albert.embeddings.LayerNorm")
   if embeddings.projection is not None:
-    named += _dense(embeddings.projection, "bert/encoder/embedding_hidden_mapping_in",
+    named += dense_weights(embeddings.projection, "bert/encoder/embedding_hidden_mapping_in",
                     "albert.encoder.embedding_hidden_mapping_in")
   for group_index, group in enumerate(encoder.groups):
     for inner_index, block in enumerate(group):
       google = f"bert/encoder/transformer/group_{group_index}/inner_group_{inner_index}"
       hf = f"albert.encoder.albert_layer_groups.{group_index}.albert_layers.{inner_index}"
       for attribute, google_scope, hf_module in _BLOCK_DENSE:
-        named += _dense(getattr(block, attribute), f"{google}/{google_scope}", f"{hf}.{hf_module}")
+        named += dense_weights(getattr(block, attribute), f"{google}/{google_scope}", f"{hf}.{hf_module}")
       for attribute, google_scope, hf_module in _BLOCK_LAYER_NORM:
-        named += _layer_norm(getattr(block, attribute), f"{google}/{google_scope}", f"{hf}.{hf_module}")
-  named += _dense(encoder.pooler, "bert/pooler/dense", "albert.pooler")
+        named += layer_norm_weights(getattr(block, attribute), f"{google}/{google_scope}", f"{hf}.{hf_module}")
+  named += dense_weights(encoder.pooler, "bert/pooler/dense", "albert.pooler")
   return named
 
 
 def _pretraining_head_weights(pretrainer) -> List[Tuple[WeightNames, tf.Variable]]:
   mlm = pretrainer.masked_lm_head
   sop = pretrainer.sentence_order_head
-  named = _dense(mlm.dense, "cls/predictions/transform/dense", "predictions.dense")
-  named += _layer_norm(mlm.layer_norm, "cls/predictions/transform/LayerNorm", "predictions.LayerNorm")
+  named = dense_weights(mlm.dense, "cls/predictions/transform/dense", "predictions.dense")
+  named += layer_norm_weights(mlm.layer_norm, "cls/predictions/transform/LayerNorm", "predictions.LayerNorm")
   named.append((WeightNames("cls/predictions/output_bias", "predictions.bias"), mlm.output_bias))
   if sop is not None:
     named += [
@@ -98,49 +100,26 @@ def _pretraining_head_weights(pretrainer) -> List[Tuple[WeightNames, tf.Variable
   return named
 
 
-def _top_level_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
-  # Google's run_classifier and run_race keep [num_labels, H] at the top level, as HF's classifier.weight:
-  # no transpose.
+def top_level_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
+  """A `ClassificationHead` as Google's `run_classifier` and `run_race` keep it, at the top level
+  (`output_weights` `[num_labels, H]`, `output_bias`), and as Hugging Face's `classifier`."""
+  # Google's [num_labels, H] is HF's classifier.weight as it is: no transpose.
   return [(WeightNames("output_weights", "classifier.weight"), head.output_weights),
           (WeightNames("output_bias", "classifier.bias"), head.output_bias)]
-
-
-def _squad_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
-  # Google's [2, H] is HF's qa_outputs.weight as it is.
-  return [(WeightNames("cls/squad/output_weights", "qa_outputs.weight"), head.output_weights),
-          (WeightNames("cls/squad/output_bias", "qa_outputs.bias"), head.output_bias)]
-
-
-def _squad_v2_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
-  # Google's run_squad_v2 scopes; transformers has no ALBERT model with this head.
-  named = _dense(head.start_dense, "start_logits/dense", None)
-  named += _dense(head.end_dense_0, "end_logits/dense_0", None)
-  named += _layer_norm(head.end_layer_norm, "end_logits/LayerNorm", None)
-  named += _dense(head.end_dense_1, "end_logits/dense_1", None)
-  named += _dense(head.answer_class_dense_0, "answer_class/dense_0", None)
-  named += _dense(head.answer_class_dense_1, "answer_class/dense_1", None)
-  return named
-
-
-# Fine-tuning heads: the model attribute and its names.
-_TASK_HEADS = (("classifier_head", _top_level_head_weights), ("choice_head", _top_level_head_weights),
-               ("squad_head", _squad_head_weights), ("squad_v2_head", _squad_v2_head_weights))
 
 
 def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
   """Every variable of a built model of this package, with its outside names.
 
   A pretrainer without its sentence-order head has no `cls/seq_relationship` (`sop_classifier`) names. A
-  classifier's and a multiple-choice model's head is Google's top-level `output_weights`/`output_bias` and
-  HF's `classifier`; SQuAD v1's is Google's `cls/squad` and HF's `qa_outputs`; SQuAD v2's keeps Google's
-  `start_logits`, `end_logits` and `answer_class` scopes and has no HF name.
+  fine-tuned model's head is named as its `task_heads.TaskHead` says.
   """
   if not model.built:
     raise ValueError(f"Model {model.name} must be built (called once) before its weights are named.")
   named = _encoder_weights(getattr(model, "encoder", model))
   if getattr(model, "masked_lm_head", None) is not None:
     named += _pretraining_head_weights(model)
-  for attribute, head_weights in _TASK_HEADS:
-    if getattr(model, attribute, None) is not None:
-      named += head_weights(getattr(model, attribute))
+  head = task_heads.head_of(model)
+  if head is not None:
+    named += head.weight_names(getattr(model, head.attribute))
   return named

@@ -1,0 +1,359 @@
+"""Fine-tuning examples read from TSV and JSON files, strictly, before training; and `Task`, what a task is.
+
+TSV files are read as Google's `_read_tsv` reads them (tab-separated, no quoting), but strictly: a short row,
+an unknown label, a score that is not a number, an empty or non-UTF-8 file is a `TaskError` naming the file and
+line, raised while reading, before any training. (Google's processors crash on an `IndexError` or skip the
+row, and an unknown label fails only when features are written.) Blank lines are skipped. JSON files (KLUE's)
+are checked as strictly: a file that is not a JSON array of objects, a record without one of the task's fields
+(a dotted path such as `labels.label`), a bad label or score is a `TaskError` naming the file and the record,
+counted from 0 as the array's index ("record 17" is the array's 18th).
+
+The tasks themselves (GLUE's, the Korean benchmarks', a user's TSV) are `albert_tf.tasks.classification`'s.
+"""
+
+import csv
+import dataclasses
+import json
+import math
+import os
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from albert_tf.errors import DataError, InputFileError, TaskError
+from albert_tf.files import read_utf8_lines
+
+SPLITS = ("train", "dev", "test")
+SPLIT_FILES = {split: f"{split}.tsv" for split in SPLITS}
+REGRESSION_METRICS = ("pearson", "spearman", "mse")
+
+Label = Union[str, float, None]
+# A split's file, or its files, read in order and their examples concatenated (KorNLI's train split).
+SplitFiles = Union[str, Tuple[str, ...]]
+# (label as written: text in a TSV file, a JSON value in a JSON one; "<file>, line <n>" or ", record <i>")
+# -> the label; raises `TaskError` for a bad one.
+LabelParser = Callable[[object, str], Label]
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+  """One example: one text or a pair, and its label.
+
+  Attributes:
+    guid: the file's own id where it has one (what a GLUE submission needs), else "<split>-<line number>"
+      ("<split>-<file name>-<line number>" where a split reads several files).
+    text_a: the first (or only) text.
+    text_b: the second text of a pair task.
+    label: the label as written (str) for classification, a float for regression, None for unlabeled rows.
+  """
+
+  guid: str
+  text_a: str
+  text_b: Optional[str] = None
+  label: Label = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+  """Where the fields of one split's rows lie (0-based columns).
+
+  Attributes:
+    text_a: the first text.
+    text_b: the second text, for pair tasks.
+    label: the label; None where the split is unlabeled (GLUE's test files).
+    guid: the row's id; None to use "<split>-<line number>".
+    has_header: the first row names the columns and is skipped.
+  """
+
+  text_a: int
+  text_b: Optional[int] = None
+  label: Optional[int] = None
+  guid: Optional[int] = None
+  has_header: bool = True
+
+  @property
+  def count(self) -> int:
+    """How many columns a row needs."""
+    used = (self.text_a, self.text_b, self.label, self.guid)
+    return 1 + max(column for column in used if column is not None)
+
+  def read(self, path: str, guid_prefix: str, parse_label: LabelParser) -> List[Example]:
+    """The examples of a TSV file laid out so (see `read_examples_from_file`)."""
+    return read_examples_from_file(path, guid_prefix, self, parse_label)
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonFields:
+  """Where the fields of one split's records lie in a JSON array of objects (KLUE's files).
+
+  Each field is a dotted path into a record: "labels.label" is `record["labels"]["label"]`.
+
+  Attributes:
+    text_a: the first text.
+    text_b: the second text, for pair tasks.
+    label: the label (a string), or the score of a regression (a number); None where the split is unlabeled.
+    guid: the record's id; None to use "<split>-<record index>".
+    checked: fields that are not read but must hold one of the given values (KLUE-STS's
+      `labels.binary-label`, 0 or 1): a file without them is not the layout the task was written for.
+  """
+
+  text_a: str
+  text_b: Optional[str] = None
+  label: Optional[str] = None
+  guid: Optional[str] = None
+  checked: Dict[str, Tuple] = dataclasses.field(default_factory=dict)
+
+  def read(self, path: str, guid_prefix: str, parse_label: LabelParser) -> List[Example]:
+    """The examples of a JSON file laid out so (see `_read_json_examples`)."""
+    return _read_json_examples(path, guid_prefix, self, parse_label)
+
+
+def _read_lines(path: str) -> Iterator[Tuple[int, str]]:
+  """`read_utf8_lines`, a line that is not UTF-8 raised as the `TaskError` of every bad task file."""
+  try:
+    yield from read_utf8_lines(path)
+  except DataError as error:
+    raise TaskError(str(error)) from None
+
+
+def _read_tsv_rows(path: str, has_header: bool) -> Iterator[Tuple[int, List[str]]]:
+  """Yields (1-based line number, fields) of the non-blank rows of a tab-separated UTF-8 file.
+
+  Raises:
+    FileNotFoundError: no such file.
+    TaskError: a line that is not UTF-8 or cannot be parsed, naming the file and line.
+  """
+  if not os.path.isfile(path):
+    raise InputFileError(f"Task data file not found: {path}")
+  # No quoting, as Google's `_read_tsv` (quotechar=None): GLUE's texts hold unbalanced quotes.
+  rows = csv.reader((line for _, line in _read_lines(path)), delimiter="\t", quoting=csv.QUOTE_NONE)
+  header_pending = has_header
+  while True:
+    try:
+      row = next(rows)
+    except StopIteration:
+      return
+    except csv.Error as error:
+      raise TaskError(f"{path}, line {rows.line_num}: {error}") from None
+    if not row:
+      continue
+    if header_pending:
+      header_pending = False
+      continue
+    yield rows.line_num, row
+
+
+def read_examples_from_file(path: str, guid_prefix: str, columns: Columns,
+                            parse_label: LabelParser) -> List[Example]:
+  """The examples of one TSV file.
+
+  Args:
+    path: the TSV file.
+    guid_prefix: the prefix of line-numbered guids: the split ("train", "dev" or "test"), and the file's name
+      where the split has several.
+    columns: where the fields lie.
+    parse_label: (label text, "<file>, line <n>") -> label; raises `TaskError` for a bad label.
+
+  Raises:
+    FileNotFoundError: no such file.
+    TaskError: a bad row, label or file, naming the file and line.
+  """
+  examples = []
+  for line_number, row in _read_tsv_rows(path, columns.has_header):
+    where = f"{path}, line {line_number}"
+    if len(row) < columns.count:
+      raise TaskError(f"{where}: {len(row)} tab-separated column(s); the task needs at least "
+                      f"{columns.count}.")
+    examples.append(Example(
+        guid=row[columns.guid] if columns.guid is not None else f"{guid_prefix}-{line_number}",
+        text_a=row[columns.text_a],
+        text_b=row[columns.text_b] if columns.text_b is not None else None,
+        label=parse_label(row[columns.label].strip(), where) if columns.label is not None else None))
+  if not examples:
+    header = " or holds only its header" if columns.has_header else ""
+    raise TaskError(f"{path}: no examples: the file is empty{header}.")
+  return examples
+
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
+
+
+def _json_field(record: dict, field: str, where: str):
+  """The value at the dotted path `field` of `record` ("labels.label": `record["labels"]["label"]`)."""
+  value = record
+  for key in field.split("."):
+    if not isinstance(value, dict) or key not in value:
+      raise TaskError(f"{where}: no field {field!r}.")
+    value = value[key]
+  return value
+
+
+def _json_text(record: dict, field: str, where: str) -> str:
+  value = _json_field(record, field, where)
+  if not isinstance(value, str):
+    raise TaskError(f"{where}: field {field!r} is {value!r}, not a string.")
+  return value
+
+
+def _read_json_examples(path: str, guid_prefix: str, fields: JsonFields,
+                        parse_label: LabelParser) -> List[Example]:
+  """The examples of one JSON file: an array of objects, one a record, as KLUE's files are.
+
+  Args:
+    path: the JSON file (UTF-8).
+    guid_prefix: the prefix of guids numbered by record where `fields.guid` is None (see
+      `read_examples_from_file`).
+    fields: where the fields lie in a record.
+    parse_label: (label value, "<file>, record <i>") -> label; raises `TaskError` for a bad label.
+
+  Raises:
+    FileNotFoundError: no such file.
+    TaskError: a file that is empty, not UTF-8, not JSON or not an array of objects, a record without one of the
+      fields, or a bad text, label or checked field, naming the file and the line or record (from 0).
+  """
+  if not os.path.isfile(path):
+    raise InputFileError(f"Task data file not found: {path}")
+  text = "".join(line for _, line in _read_lines(path))
+  if not text.strip():
+    raise TaskError(f"{path}: no examples: the file is empty.")
+  try:
+    records = json.loads(text)
+  except json.JSONDecodeError as error:
+    raise TaskError(f"{path}, line {error.lineno}: not valid JSON ({error.msg} at column {error.colno}); the "
+                    "task reads one JSON array of records, as KLUE's files are.") from None
+  if not isinstance(records, list):
+    raise TaskError(f"{path}: a JSON {_JSON_TYPES[type(records)]}; the task reads a JSON array of records, as "
+                    "KLUE's files are.")
+  if not records:
+    raise TaskError(f"{path}: no examples: the file is an empty JSON array.")
+  examples = []
+  for index, record in enumerate(records):
+    where = f"{path}, record {index}"
+    if not isinstance(record, dict):
+      raise TaskError(f"{where}: a JSON {_JSON_TYPES[type(record)]}, not an object.")
+    guid = _json_text(record, fields.guid, where) if fields.guid is not None else f"{guid_prefix}-{index}"
+    text_a = _json_text(record, fields.text_a, where)
+    text_b = _json_text(record, fields.text_b, where) if fields.text_b is not None else None
+    label = None
+    if fields.label is not None:
+      label = _json_field(record, fields.label, where)
+      label = parse_label(label.strip() if isinstance(label, str) else label, where)
+    for field, allowed in fields.checked.items():
+      value = _json_field(record, field, where)
+      if isinstance(value, bool) or value not in allowed:
+        raise TaskError(f"{where}: field {field!r} is {value!r}, not one of {list(allowed)}.")
+    examples.append(Example(guid, text_a, text_b, label))
+  return examples
+
+
+def parse_number(text, where: str) -> float:
+  """A regression score: a finite number, written as text (TSV) or a JSON number."""
+  value = math.nan
+  if isinstance(text, (str, int, float)) and not isinstance(text, bool):
+    try:
+      value = float(text)
+    except ValueError:
+      pass
+  if not math.isfinite(value):
+    raise TaskError(f"{where}: label {text!r} is not a number (the task is a regression).")
+  return value
+
+
+def label_in(label_list: Sequence[str]) -> LabelParser:
+  """A label parser that accepts the labels of `label_list` only."""
+
+  def parse(text, where: str) -> str:
+    if text not in label_list:
+      raise TaskError(f"{where}: label {text!r} is not one of the task's labels {list(label_list)}.")
+    return text
+
+  return parse
+
+
+def split_files(data_path: str, split: str, file_names: Dict[str, SplitFiles]) -> List[str]:
+  """The files of `split`, in reading order: `data_path` itself if it is a file, else its file(s) of that split."""
+  if split not in SPLITS:
+    raise TaskError(f"Unknown split {split!r}; the splits are {', '.join(SPLITS)}.")
+  if not os.path.exists(data_path):
+    raise InputFileError(f"Task data not found: {data_path}")
+  if os.path.isfile(data_path):
+    return [data_path]
+  names = file_names[split]
+  return [os.path.join(data_path, name) for name in ((names,) if isinstance(names, str) else names)]
+
+
+class Task:
+  """A fine-tuning task: how its examples are read and how it is scored.
+
+  Attributes:
+    name: the task's name (lower case, as in `KNOWN_TASKS`).
+    is_regression: the label is a score (one output) rather than a class.
+    label_list: the class labels in id order; None for regression.
+    metric_names: the metrics `albert_tf.training.metrics.compute_metrics` reports for the task.
+    primary_metric: the metric (one of `metric_names`, higher is better) that picks the best checkpoint.
+    is_pair: the examples have a second text (`text_b`).
+  """
+
+  name: str
+  is_regression: bool
+  is_pair: bool
+  label_list: Optional[Tuple[str, ...]]
+  metric_names: Tuple[str, ...]
+  primary_metric: str
+
+  def read_examples(self, data_path: str, split: str) -> List[Example]:
+    """The examples of `split` ("train", "dev" or "test").
+
+    Args:
+      data_path: a directory holding the split files (`train.tsv`, ... or the task's official names; or the
+        folder holding the task's folder of its download), or one file read as `split`.
+      split: which split, hence which file(s) and layout.
+
+    Raises:
+      FileNotFoundError: the data or the split's file is missing.
+      TaskError: an unknown split, or a bad file, row, record or label (naming the file and line or record).
+    """
+    raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class FileTask(Task):
+  """A task of fixed files and layouts: a GLUE task as Google's `classifier_utils.py` processor reads it, or
+  a Korean benchmark's official files.
+
+  Attributes:
+    folder: the task's folder in its download (GLUE's `MRPC`, KLUE's `ynat-v1.1`); the data path may be it
+      or its parent (Google's `--data_dir` for GLUE), and either works. None: the files lie in the data path.
+    layouts: the layout of each split: `Columns` (a TSV file) or `JsonFields` (a JSON array of records).
+    file_names: the file of each split, or its files, read in order.
+  """
+
+  name: str
+  folder: Optional[str]
+  layouts: Dict[str, Union[Columns, JsonFields]]
+  label_list: Optional[Tuple[str, ...]]
+  metric_names: Tuple[str, ...]
+  primary_metric: str
+  file_names: Dict[str, SplitFiles] = dataclasses.field(default_factory=lambda: SPLIT_FILES)
+
+  @property
+  def is_regression(self) -> bool:
+    return self.label_list is None
+
+  @property
+  def is_pair(self) -> bool:
+    return self.layouts["train"].text_b is not None
+
+  def read_examples(self, data_path: str, split: str) -> List[Example]:
+    if self.folder is not None and os.path.isdir(os.path.join(data_path, self.folder)):
+      data_path = os.path.join(data_path, self.folder)
+    paths = split_files(data_path, split, self.file_names)
+    parse_label = parse_number if self.is_regression else label_in(self.label_list)
+    examples = []
+    for path in paths:
+      # Numbered guids name the file where a split reads several, so that they stay unique.
+      guid_prefix = f"{split}-{os.path.basename(path)}" if len(paths) > 1 else split
+      examples.extend(self.layouts[split].read(path, guid_prefix, parse_label))
+    return examples
+
+
+BINARY = ("0", "1")  # a binary task's labels (GLUE's, and a thresholded score's)

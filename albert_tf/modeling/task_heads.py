@@ -1,0 +1,93 @@
+"""The registry of task heads: what the generic code needs to know of each fine-tuned model.
+
+A fine-tuned model is the encoder plus one task head, held as one attribute of the model (its checkpoint child
+name, e.g. a classifier's). Everything that treats fine-tuned models alike (checkpoints, weight names, Google's
+and Hugging Face's formats, vocabulary resizing, SavedModel export, the fine-tuning driver) asks this registry
+about the head instead of naming a task, so that a task is defined in one place: its package under
+`albert_tf.tasks`, which registers its `TaskHead` when imported.
+
+The registry finds the task packages itself (every sub-package of `albert_tf.tasks`, imported on the first
+lookup), so a library user who builds or restores a fine-tuned model never has to import them first. That is
+the one place where an earlier stage reaches a later one, and only by that package name: a plugin lookup, as
+Keras finds registered layers by name.
+"""
+
+import dataclasses
+import functools
+import importlib
+import pkgutil
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+TASKS_PACKAGE = "albert_tf.tasks"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskHead:
+  """One task head and what the generic code does with it.
+
+  Attributes:
+    attribute: the model's attribute holding the head, which is also its checkpoint child name.
+    description: the head as messages call it ("classifier head").
+    model_class: the fine-tuned Keras model that holds it.
+    weight_names: the head layer -> its variables with their names in Google's TF1 checkpoints and Hugging
+      Face's state dicts (`weight_names.WeightNames`, whose `hf` is None where transformers has no place).
+    rebuild: (config, the checkpoint's head variables' shapes by object path below the model, e.g.
+      "<attribute>/output_weights", the run's task.json or {}) -> the built model, ready to restore.
+    hf_config: the model -> its transformers class and settings for `config.json` (`architectures`, labels,
+      ...); None when transformers has no ALBERT class for the head (export refuses it).
+    hf_dropped_prefixes: encoder weights that the transformers class does not have (e.g. a pooler).
+    google_scope: the TF1 scope that marks the head in one of Google's fine-tuned checkpoints, which conversion
+      looks for; None when Google's checkpoints cannot tell it from another head's.
+    serving_module: (model, tokenizer, max_seq_length, asset_files, task_options) -> the SavedModel's module
+      (a `saved_model.AlbertServingModule`) with the task's signatures.
+    serving_options_of_run: a checkpoint prefix -> the `task_options` its run's files record for serving (a
+      SQuAD run's reading settings), or None; None when the task has none.
+  """
+
+  attribute: str
+  description: str
+  model_class: type
+  weight_names: Callable[[Any], List[Tuple[Any, Any]]]
+  rebuild: Callable[[Any, Dict[str, List[int]], Dict], Any]
+  serving_module: Callable[..., Any]
+  hf_config: Optional[Callable[[Any], Dict]] = None
+  hf_dropped_prefixes: Tuple[str, ...] = ()
+  google_scope: Optional[str] = None
+  serving_options_of_run: Optional[Callable[[str], Any]] = None
+
+
+_HEADS: Dict[str, TaskHead] = {}
+
+
+def register(head: TaskHead) -> TaskHead:
+  """Adds `head` to the registry (a task package does, on import); returns it."""
+  registered = _HEADS.setdefault(head.attribute, head)
+  if registered is not head:
+    raise ValueError(f"Two task heads are called {head.attribute!r}: {registered.model_class.__name__}'s and "
+                     f"{head.model_class.__name__}'s.")
+  return head
+
+
+@functools.cache
+def _find_task_packages() -> None:
+  package = importlib.import_module(TASKS_PACKAGE)
+  for module in pkgutil.iter_modules(package.__path__):
+    if module.ispkg:
+      importlib.import_module(f"{TASKS_PACKAGE}.{module.name}")
+
+
+def registered_heads() -> Tuple[TaskHead, ...]:
+  """Every task head, in the order their packages registered them."""
+  _find_task_packages()
+  return tuple(_HEADS.values())
+
+
+def head_of(model) -> Optional[TaskHead]:
+  """The task head `model` holds; None for a model without one (an encoder, a pretrainer, a sentence encoder)."""
+  return next((head for head in registered_heads() if getattr(model, head.attribute, None) is not None), None)
+
+
+def head_among(parts: Iterable[str]) -> Optional[TaskHead]:
+  """The task head among a checkpoint's model parts (its child names); None when there is none."""
+  parts = set(parts)
+  return next((head for head in registered_heads() if head.attribute in parts), None)

@@ -1,0 +1,177 @@
+"""SQuAD v1.1 and v2.0 examples, read from the official JSON.
+
+Deliberate differences from Google's code:
+  * A training answer is taken from the context: the text at its `answer_start`, without the whitespace
+    around it. Google maps an answer with a trailing space to one more token (the space belongs to the next
+    piece); here the positions cover the answer's own pieces.
+  * A training answer whose text is not at its `answer_start` is skipped and counted (the BERT reference's
+    check).
+"""
+
+import dataclasses
+import json
+import sys
+from typing import List, Optional, Tuple
+
+from albert_tf.errors import DataError, InputFileError
+from albert_tf.files import file_exists, read_bytes
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+  """One question about one context.
+
+  Attributes:
+    qas_id: the question's id in the file (the key of the predictions the official scripts score).
+    question_text: the question.
+    context_text: the paragraph.
+    answer_text: the first answer, as the context writes it at its offset, without surrounding whitespace;
+      "" when the question is unanswerable or has no answer in the file.
+    answer_start: the character offset of `answer_text` in `context_text`; -1 when impossible or unknown.
+    is_impossible: a SQuAD v2.0 question without an answer (always False for v1.1).
+    gold_answers: every answer text in the file, for scoring; () when unanswerable.
+  """
+
+  qas_id: str
+  question_text: str
+  context_text: str
+  answer_text: str
+  answer_start: int
+  is_impossible: bool
+  gold_answers: Tuple[str, ...]
+
+
+def read_squad_examples(input_file: str, is_training: bool,
+                        version_2_with_negative: bool) -> Tuple[List[SquadExample], list, int]:
+  """Reads a SQuAD JSON file.
+
+  Args:
+    input_file: the file (local or gs://).
+    is_training: a training file: each answerable question needs exactly one answer, and answers whose
+      text is not at their `answer_start` are skipped (counted, one line on stderr).
+    version_2_with_negative: SQuAD v2.0: a question's `is_impossible` is read (v1.1 files have none).
+
+  Returns:
+    (the examples, the file's "data" list, the number of training answers skipped).
+
+  Raises:
+    InputFileError: the file does not exist.
+    DataError: the file is empty, not UTF-8, not JSON, not of SQuAD's layout, holds no questions, breaks
+      the training rules above, or every training answer is skipped.
+  """
+  return parse_squad(input_file, read_input(input_file), is_training, version_2_with_negative)
+
+
+def count_questions(input_file: str, with_answers: bool = False) -> int:
+  """The number of questions in a SQuAD file (all, or only those with at least one answer), for the number of
+  training steps and whether predictions can be scored.
+
+  Raises:
+    InputFileError, DataError: as `read_squad_examples` raises them when predicting.
+  """
+  examples, _, _ = read_squad_examples(input_file, is_training=False, version_2_with_negative=False)
+  return sum(1 for example in examples if example.gold_answers or not with_answers)
+
+
+def read_input(input_file: str) -> bytes:
+  if not file_exists(input_file):
+    raise InputFileError(f"SQuAD file not found: {input_file}")
+  return read_bytes(input_file)
+
+
+def parse_squad(input_file: str, raw: bytes, is_training: bool,
+                 version_2_with_negative: bool) -> Tuple[List[SquadExample], list, int]:
+  try:
+    text = raw.decode("utf-8").removeprefix("\ufeff")
+  except UnicodeDecodeError as error:
+    raise DataError(f"{input_file}: not UTF-8 ({error.reason} {raw[error.start:error.end]!r} at byte "
+                    f"{error.start}).") from None
+  if not text.strip():
+    raise DataError(f"{input_file} is empty.")
+  try:
+    document = json.loads(text)
+  except json.JSONDecodeError as error:
+    raise DataError(f"{input_file}: not valid JSON at line {error.lineno}, column {error.colno} "
+                    f"({error.msg}).") from None
+  if not isinstance(document, dict) or not isinstance(document.get("data"), list):
+    raise DataError(f'{input_file}: no "data" list at the top level; not a SQuAD file.')
+  dataset = document["data"]
+  examples, answers_checked, skipped = [], 0, 0
+  for article_index, article in enumerate(dataset):
+    where = f"{input_file}: data[{article_index}]"
+    if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
+      raise DataError(f'{where} has no "paragraphs" list.')
+    for paragraph_index, paragraph in enumerate(article["paragraphs"]):
+      where = f"{input_file}: data[{article_index}].paragraphs[{paragraph_index}]"
+      if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str):
+        raise DataError(f'{where} has no "context" text.')
+      if not isinstance(paragraph.get("qas"), list):
+        raise DataError(f'{where} has no "qas" list.')
+      for qa_index, qa in enumerate(paragraph["qas"]):
+        example = _read_question(f"{where}.qas[{qa_index}]", input_file, paragraph["context"], qa, is_training,
+                                 version_2_with_negative)
+        if example is None:
+          skipped += 1
+        else:
+          examples.append(example)
+        if is_training and (example is None or not example.is_impossible):
+          answers_checked += 1
+  if not examples and not skipped:
+    raise DataError(f"{input_file} holds no questions.")
+  if skipped:
+    print(f"{skipped:,} of {answers_checked:,} training answers do not match the text at their answer_start "
+          "and were skipped (as the official scripts warn).", file=sys.stderr, flush=True)
+    if not examples:
+      raise DataError(f"{input_file}: no training answer matches the text at its answer_start.")
+  return examples, dataset, skipped
+
+
+def _read_question(where: str, input_file: str, context: str, qa: object, is_training: bool,
+                   version_2_with_negative: bool) -> Optional[SquadExample]:
+  """One qa of a paragraph; None for a training question whose answer is not at its offset."""
+  if not isinstance(qa, dict) or not isinstance(qa.get("id"), str):
+    # The official scripts look predictions up by the id as a string.
+    raise DataError(f'{where} has no "id" string.')
+  qas_id = qa["id"]
+  if not isinstance(qa.get("question"), str):
+    raise DataError(f'{input_file}: question {qas_id} has no "question" text.')
+  is_impossible = False
+  if version_2_with_negative:
+    is_impossible = qa.get("is_impossible", False)
+    if not isinstance(is_impossible, bool):
+      raise DataError(f'{input_file}: question {qas_id} has an "is_impossible" that is not true or false.')
+  answers = qa.get("answers", [])
+  if not isinstance(answers, list) or not all(
+      isinstance(answer, dict) and isinstance(answer.get("text"), str) and type(answer.get("answer_start")) is int
+      for answer in answers):
+    raise DataError(f'{input_file}: question {qas_id} needs an "answers" list of {{"text", "answer_start"}} '
+                    "objects (answer_start an integer).")
+  if is_training and not is_impossible and len(answers) != 1:
+    hint = ("; a SQuAD v2.0 file with unanswerable questions needs version_2_with_negative"
+            if not answers and not version_2_with_negative else "")
+    raise DataError(f"{input_file}: question {qas_id} has {len(answers)} answers; training needs exactly one "
+                    f"per answerable question{hint}.")
+  if is_impossible or not answers:
+    return SquadExample(qas_id, qa["question"], context, "", -1, is_impossible, ())
+  gold_answers = tuple(answer["text"] for answer in answers)
+  answer_text, answer_start = _answer_in_context(context, answers[0]["text"], answers[0]["answer_start"])
+  if answer_start < 0:
+    if is_training:
+      return None
+    # Prediction answers are only scored: keep the file's, trimmed.
+    answer_text = answers[0]["text"].strip()
+    answer_start = answers[0]["answer_start"] + len(answers[0]["text"]) - len(answers[0]["text"].lstrip())
+  return SquadExample(qas_id, qa["question"], context, answer_text, answer_start, False, gold_answers)
+
+
+def _answer_in_context(context: str, text: str, start: int) -> Tuple[str, int]:
+  """The context's text at the answer, trimmed, and its offset; ("", -1) when it is not the answer's text.
+
+  As the BERT reference compares, whitespace runs count as one space on both sides.
+  """
+  end = start + len(text)
+  if start < 0 or end > len(context) or not text.strip():
+    return "", -1
+  span = context[start:end]
+  if span.split() != text.split():
+    return "", -1
+  return span.strip(), start + len(span) - len(span.lstrip())

@@ -1,0 +1,90 @@
+"""A fine-tuned SQuAD model's SavedModel: `answer_question` (`question`, `context`: strings `[batch]`) →
+`answer` (the best span, cut from the context as given), `score`, and for v2 `has_answer` and `no_answer_score`
+(Google's null-score difference; no answer when it is not below the threshold the evaluation chose); long
+contexts are read in Google's doc-stride windows (see `answer_spans`). Its `serving_default` takes ids, as
+Google's SQuAD export (v2 also `p_mask`)."""
+
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.serving.saved_model import IDS, AlbertServingModule
+from albert_tf.serving.tracing import graph_function
+from albert_tf.tasks.squad import answer_spans
+from albert_tf.tasks.squad.answer_spans import READING_SETTINGS, QuestionAnsweringOptions
+from albert_tf.tasks.squad.model import AlbertQuestionAnswererV2
+from albert_tf.text.graph_tokenizer import GraphTokenizer
+from albert_tf.training import run_directory
+
+_QUESTION = tf.TensorSpec([None], tf.string, name="question")
+_CONTEXT = tf.TensorSpec([None], tf.string, name="context")
+
+
+class AlbertQuestionAnsweringServingModule(AlbertServingModule):
+  """A fine-tuned SQuAD model behind `answer_question`, plus the encoder's signatures.
+
+  Args:
+    model: a restored `AlbertQuestionAnswerer` or `AlbertQuestionAnswererV2`.
+    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+    options: how questions and contexts are read, as in training.
+  """
+
+  def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, options: QuestionAnsweringOptions,
+               asset_files: Optional[dict] = None):
+    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
+    options.check(max_seq_length)
+    self.options = options
+    self.is_v2 = isinstance(model, AlbertQuestionAnswererV2)
+    threshold = options.no_answer_threshold
+    self.no_answer_threshold = tf.constant(float("inf") if threshold is None else threshold, tf.float32)
+    # Saving traces every tf.function the module holds: only the one of this model's inputs exists (v2's
+    # head also takes p_mask).
+    self.serve_spans = graph_function(self._spans, input_signature=[IDS] * (4 if self.is_v2 else 3))
+
+  def _spans(self, input_word_ids, input_mask, input_type_ids, p_mask=None):
+    inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
+    if p_mask is not None:
+      inputs["p_mask"] = p_mask
+    return self.model(inputs, training=False)
+
+  @graph_function(input_signature=[_QUESTION, _CONTEXT])
+  def answer_question(self, question, context):
+    windows = answer_spans.question_windows(self.tokenizer, question, context, self.max_seq_length, self.options)
+    outputs = self.model(windows["inputs"], training=False)
+    if not self.is_v2:
+      spans = answer_spans.span_scores_v1(windows, outputs["start_logits"], outputs["end_logits"], self.options)
+      return answer_spans.best_answers(context, windows, *spans)
+    answers = answer_spans.best_answers(context, windows, *answer_spans.span_scores_v2(windows, outputs,
+                                                                                        self.options))
+    # Google's null score: the lowest no-answer logit over the question's windows.
+    no_answer_score = tf.math.unsorted_segment_min(outputs["cls_logits"], windows["example"], tf.shape(question)[0])
+    has_answer = (no_answer_score < self.no_answer_threshold) & tf.math.is_finite(answers["score"])
+    return dict(answer=tf.where(has_answer, answers["answer"], ""), score=answers["score"], has_answer=has_answer,
+                no_answer_score=no_answer_score)
+
+  def signatures(self):
+    return dict(super().signatures(), serving_default=self.serve_spans.get_concrete_function(),
+                answer_question=self.answer_question.get_concrete_function())
+
+
+def serving_module(model, tokenizer: GraphTokenizer, max_seq_length: int, asset_files: Optional[dict],
+                   task_options: Optional[QuestionAnsweringOptions] = None) -> AlbertQuestionAnsweringServingModule:
+  """`task_heads.TaskHead.serving_module`: `task_options` says how questions are read (default Google's flags'
+  defaults)."""
+  return AlbertQuestionAnsweringServingModule(model, tokenizer, max_seq_length,
+                                              task_options or QuestionAnsweringOptions(), asset_files)
+
+
+def run_serving_options(checkpoint_prefix: str) -> Optional[QuestionAnsweringOptions]:
+  """How `answer_question` should read for a checkpoint of a SQuAD run: the settings in the run's task.json
+  and, for v2, the threshold of its best evaluation; None when the directory holds no SQuAD run."""
+  run_dir = os.path.dirname(checkpoint_prefix)
+  info = checkpoint_lib.read_task_info(checkpoint_prefix)
+  if info.get("task") not in ("squad_v1", "squad_v2"):
+    return None
+  best = run_directory.read_best_info(run_dir) or {}
+  return QuestionAnsweringOptions(
+      **{name: info[name] for name in READING_SETTINGS if name in info},
+      no_answer_threshold=best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
