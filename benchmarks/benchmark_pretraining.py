@@ -44,8 +44,7 @@ flags.DEFINE_integer("warmup_steps", 3, "Steps run before timing (tracing, compi
 flags.DEFINE_integer("timed_steps", 20, "Steps timed, inside one tf.function call.")
 flags.DEFINE_bool("find_max_micro_batch", False, "Find the largest micro-batch whose step fits in memory "
                   "instead of timing --train_batch_size.")
-flags.DEFINE_integer("memory_limit_mb", None, "--find_max_micro_batch: the memory a step may use, in MB (on a "
-                     "GPU, default: the GPU's own; elsewhere required: the resident set grows into swap).")
+memory_flags.define_memory_limit_flag()
 flags.DEFINE_integer("micro_batch_ceiling", 4096, "--find_max_micro_batch: the largest size tried.")
 
 

@@ -85,9 +85,7 @@ flags.DEFINE_bool("find_max_micro_batch", False, "Instead of training, find the 
                   "trains --train_batch_size with it, and exit. Reads no input file and writes nothing in "
                   "--output_dir. Each size is measured on one device in a fresh process, doubling from 1, then "
                   "bisecting. Needs --strategy_type=one_device or mirrored.")
-flags.DEFINE_integer("memory_limit_mb", None, "--find_max_micro_batch: the memory a step may use, in MB (on a GPU, "
-                     "default: what the GPU has; elsewhere required: on the CPU a step grows into swap rather than "
-                     "running out of memory).")
+memory_flags.define_memory_limit_flag()
 
 
 def print_max_micro_batch(config: AlbertConfig):

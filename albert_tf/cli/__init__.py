@@ -153,11 +153,11 @@ def _fresh_flag_registry():
 def run_in_process(module_spec, argv: Sequence[str]) -> int:
   """Runs a tool in this process as the command line `argv` would, and returns its exit status.
 
-  The tool's module (`module_spec`, an `importlib` spec of a script of `tools/` or of `albert_tf.cli.demo`) is
-  executed afresh and its `run()` called, with absl's flags defined and parsed in a registry of their own (see
-  `_fresh_flag_registry`): tools that share flag names run one after another, as the same tool twice does. Bad input
-  gives our `error:` line and status 2, a usage error absl's message and 1, as in a new process; any other
-  exception (a bug) propagates with its traceback.
+  The tool's module (`module_spec`, an `importlib` spec of a script of `tools/`, `benchmarks/` or of
+  `albert_tf.cli.demo`) is executed afresh and its `run()` called, with absl's flags defined and parsed in a
+  registry of their own (see `_fresh_flag_registry`): tools that share flag names run one after another, as the
+  same tool twice does. Bad input gives our `error:` line and status 2, a usage error absl's message and 1, as in a
+  new process; any other exception (a bug) propagates with its traceback.
   """
   app.define_help_flags()  # once per process, in its own registry (as app.run does), so every run has --helpfull
   saved_argv = sys.argv
