@@ -77,7 +77,7 @@ def read_hf_weights(folder: str) -> Dict[str, np.ndarray]:
   if os.path.isfile(pytorch_file):
     return _read_pytorch_weights(pytorch_file)
   raise InputFileError(f"No weights in {folder}: expected model.safetensors, model.safetensors.index.json "
-                          "or pytorch_model.bin.")
+                       "or pytorch_model.bin.")
 
 
 def _read_pytorch_weights(path: str) -> Dict[str, np.ndarray]:
@@ -85,7 +85,7 @@ def _read_pytorch_weights(path: str) -> Dict[str, np.ndarray]:
     import torch  # pylint: disable=import-outside-toplevel  # only this format needs PyTorch
   except ImportError:
     raise DataError(f"Reading {path} needs PyTorch (pip install torch); a folder with model.safetensors "
-                     "needs nothing more.") from None
+                    "needs nothing more.") from None
   state_dict = torch.load(path, map_location="cpu", weights_only=True)
   return {name: (tensor.float() if tensor.is_floating_point() else tensor).numpy()
           for name, tensor in state_dict.items()}

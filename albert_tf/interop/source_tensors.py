@@ -53,8 +53,8 @@ class Conversion:
 
 
 def fill_variables(targets: Dict[str, Tuple[tf.Variable, bool]], shapes: Dict[str, List[int]],
-                    load: Callable[[str], np.ndarray], source: str, hint: str,
-                    problems: Sequence[str] = ()) -> int:
+                   load: Callable[[str], np.ndarray], source: str, hint: str,
+                   problems: Sequence[str] = ()) -> int:
   """Assigns every target variable its source tensor, or raises one error listing every problem.
 
   Args:

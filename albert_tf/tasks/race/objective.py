@@ -59,7 +59,8 @@ class MultipleChoiceObjective(FineTuningDefaults):
     features = race_data.race_features(examples, self.tokenizer, max_seq_length, self.max_qa_length)
     num_options = len(features[0].choice_ids)
     sequences = {f"choice_{k}": packed_ids([f.choice_ids[k] for f in features],
-                                        [f.first_segment_lengths[k] for f in features]) for k in range(num_options)}
+                                           [f.first_segment_lengths[k] for f in features])
+                 for k in range(num_options)}
     labels = np.array([max(example.label, 0) for example in examples], np.int32)
     return EncodedSplit(sequences, labels, [example.example_id for example in examples], max_seq_length, examples)
 

@@ -165,4 +165,4 @@ def align_context(context: str, tokenizer: SentencePieceTokenizer) -> Optional[C
     token_start_to_char.append(_nearest_aligned(piece_char_to_char, first, n, is_start=True))
     token_end_to_char.append(_nearest_aligned(piece_char_to_char, len(piece_char_to_token) - 1, n, is_start=False))
   return ContextAlignment(tokenizer.convert_tokens_to_ids(pieces), token_start_to_char, token_end_to_char,
-                           char_to_piece_char, piece_char_to_token)
+                          char_to_piece_char, piece_char_to_token)

@@ -79,7 +79,7 @@ def read_input(input_file: str) -> bytes:
 
 
 def parse_squad(input_file: str, raw: bytes, is_training: bool,
-                 version_2_with_negative: bool) -> Tuple[List[SquadExample], list, int]:
+                version_2_with_negative: bool) -> Tuple[List[SquadExample], list, int]:
   try:
     text = raw.decode("utf-8").removeprefix("\ufeff")
   except UnicodeDecodeError as error:
