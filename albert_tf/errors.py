@@ -2,8 +2,10 @@
 
 Tools print their message on one line and exit with status 2 (`albert_tf.cli.run`); any other exception is
 a bug and keeps its traceback. Each also derives from the built-in type callers would catch without us
-(`ValueError`, `FileNotFoundError`, `RuntimeError`).
+(`ValueError`, `FileNotFoundError`, `RuntimeError`). `json_error_text` is how a message quotes a JSON syntax error.
 """
+
+import json
 
 
 class AlbertError(Exception):
@@ -44,3 +46,11 @@ class AlbertConfigError(AlbertError, ValueError):
 
 class CheckpointMismatchError(AlbertError, ValueError):
   """A checkpoint whose variables do not fit the model; the message lists every difference."""
+
+
+def json_error_text(error: json.JSONDecodeError, with_line: bool = True) -> str:
+  """json's reason for `error` and where it is, to quote in a message: "Expecting ',' delimiter at line 3, column 5";
+  "... at column 5" with `with_line` False, where the message names the line (a file of one JSON value a line)."""
+  # Some of json's reasons end with "at" ("Unterminated string starting at"): say it once.
+  place = f"line {error.lineno}, column {error.colno}" if with_line else f"column {error.colno}"
+  return f"{error.msg.removesuffix(' at')} at {place}"

@@ -1,6 +1,7 @@
 """Files: the globs users pass, UTF-8 text read line by line with errors that name the line, and files
 written whole or not at all."""
 
+import contextlib
 import glob
 import gzip
 import os
@@ -33,6 +34,8 @@ def expand_input_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
   files = []
   for piece in pieces:
     matches = [path for path in sorted(_glob(piece)) if not _is_dir(path)]
+    if not matches and _is_dir(piece):
+      raise InputFileError(f"{piece} is a folder; name the files in it, e.g. {piece.rstrip('/')}/*.txt.")
     if not matches:
       raise InputFileError(f"No input file matches {piece}.")
     files.extend(matches)
@@ -59,12 +62,13 @@ def file_exists(path: str) -> bool:
   return (_gfile().exists(path) and not _gfile().isdir(path)) if "://" in path else os.path.isfile(path)
 
 
-def check_inputs_and_outputs(input_files: Sequence[str], output_files: Sequence[str]):
-  """What every data tool checks first: inputs that exist, and outputs named once and none of them an input.
+def check_inputs_and_outputs(input_files: Sequence[str], output_files: Sequence[str], overwrite: bool = False):
+  """What every data tool checks first: inputs that exist, and outputs named once, none of them an input, each one
+  a file that can be written (see `check_output_files`).
 
   Raises:
     InputFileError: no input file, or one that does not exist.
-    OptionError: no output file, one named twice or that is also an input.
+    OptionError: no output file, one named twice or that is also an input, or one `check_output_files` refuses.
   """
   if not input_files:
     raise InputFileError("No input files.")
@@ -75,6 +79,89 @@ def check_inputs_and_outputs(input_files: Sequence[str], output_files: Sequence[
     raise OptionError("No output files.")
   if len(set(output_files)) < len(output_files) or set(output_files) & set(input_files):
     raise OptionError("Each output file must be named once, and be none of the input files.")
+  check_output_files(output_files, overwrite)
+
+
+def check_destination(path: str, flag: str):
+  """Checks, before any work, that a local `path` can be written: no regular file on the way to it, and
+  permission to write in the folder that holds it or its first missing folder (gs:// paths are not checked).
+
+  Raises:
+    OptionError: naming `flag`, the path and what is in the way.
+  """
+  if "://" in path:
+    return
+  path = os.path.abspath(path)
+  existing = path
+  while not os.path.lexists(existing):
+    existing = os.path.dirname(existing)
+  if existing != path and not os.path.isdir(existing):
+    raise OptionError(f"{flag} {path} cannot be written: {existing} is a file, not a folder.")
+  folder = existing if os.path.isdir(existing) else os.path.dirname(existing)
+  if not os.access(folder, os.W_OK | os.X_OK):
+    raise OptionError(f"{flag} {path} cannot be written: no permission to write in {folder}.")
+
+
+def check_output_files(paths: Sequence[str], overwrite: bool = False, flag: str = "--output_file"):
+  """Checks, before any work, that each of `paths` (local or gs://) can be written as a file: no regular file
+  on the way to it, not a folder, and not there yet unless `overwrite`.
+
+  Raises:
+    OptionError: naming the path, `flag` and the fix.
+  """
+  for path in paths:
+    if "://" in path:
+      exists, is_dir = _gfile().exists(path), _gfile().isdir(path)
+    else:
+      check_destination(path, flag)
+      exists, is_dir = os.path.lexists(path), os.path.isdir(path)
+    if is_dir:
+      raise OptionError(f"{flag} {path} is a folder; name a file (in it, or elsewhere).")
+    if exists and not overwrite:
+      raise OptionError(f"{path} already exists; pass --overwrite to replace it, or choose another {flag} "
+                        "(nothing was written).")
+
+
+def check_output_folder(folder: str, names: Sequence[str], overwrite: bool = False, flag: str = "--output_dir"):
+  """Checks, before any work, that the files `names` can be written in the local `folder`: it is a folder or
+  can be made one, and holds none of them unless `overwrite`.
+
+  Raises:
+    OptionError: naming the folder, the first file it already holds and the fix.
+  """
+  if os.path.exists(folder) and not os.path.isdir(folder):
+    raise OptionError(f"{flag} {folder} is a file, not a folder.")
+  check_destination(folder, flag)
+  held = [name for name in names if os.path.lexists(os.path.join(folder, name))]
+  if held and not overwrite:
+    raise OptionError(f"{folder} already holds {held[0]}; pass --overwrite to replace what it holds, or choose "
+                      f"another {flag} (nothing was written).")
+
+
+@contextlib.contextmanager
+def output_folders(paths: Sequence[str]) -> Iterator[List[str]]:
+  """Creates the folders `paths` (local or gs://) and their parents; yields them. If the block fails (Ctrl-C
+  too), the local folders it created are removed again when the run's cleanup has left them empty, so that a
+  failed run leaves no empty folder behind."""
+  created = []
+  for path in paths:
+    if "://" in path:
+      _gfile().makedirs(path)
+      continue
+    missing = []
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder):
+      missing.append(folder)
+      folder = os.path.dirname(folder)
+    os.makedirs(path, exist_ok=True)
+    created.extend(reversed(missing))
+  try:
+    yield list(paths)
+  except BaseException:
+    for folder in reversed(created):
+      with contextlib.suppress(OSError):  # not empty: something else was written there meanwhile
+        os.rmdir(folder)
+    raise
 
 
 def read_bytes(path: str) -> bytes:
@@ -93,12 +180,12 @@ def read_bytes(path: str) -> bytes:
     raise InputFileError(f"{path}: cannot be read ({getattr(error, 'strerror', None) or error}).") from None
 
 
-def make_directory(path: str):
-  """Creates a local or remote (gs://) directory and its parents; one that exists is left as it is."""
-  if "://" in path:
-    _gfile().makedirs(path)
-  else:
-    os.makedirs(path, exist_ok=True)
+def write_output_file(path: str, content: Union[str, bytes]) -> str:
+  """Writes a result file the user named (checked by `check_output_files` before the work), whole or not at all
+  (`write_atomically`), its folder made first if needed. Returns `path`."""
+  folder = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(os.path.abspath(path))
+  with output_folders([folder]):
+    return write_atomically(path, content)
 
 
 def file_size(path: str) -> int:
@@ -132,6 +219,8 @@ def read_utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
                           f"{raw[error.start:error.end]!r} at byte {error.start} of the line).") from None
         yield line_number, line.removeprefix("\ufeff") if line_number == 1 else line
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+      if not line_number:
+        raise DataError(f"{path}: not a gzip file ({error}); only names ending in .gz are read as gzip.") from None
       raise DataError(f"{path}: not a complete gzip file after line {line_number} ({error}).") from None
 
 

@@ -30,17 +30,33 @@ class OrderedTasks:
       return
     while len(self._in_flight) >= self._max_in_flight:
       yield self._in_flight.popleft().get()
-    self._in_flight.append(self._pool.apply_async(function, (task,)))
+    self._in_flight.append(self._pool.apply_async(_run_task, (function, task)))
 
   def drain(self) -> Iterator:
     while self._in_flight:
       yield self._in_flight.popleft().get()
 
 
+# The error of this worker process's initializer, if it failed. A pool replaces a worker whose initializer
+# raises, again and again, and the caller would wait forever: kept instead, it is raised by every task, so it
+# reaches the caller through the first result.
+_initializer_error = None
+
+
 def _start_worker(initializer: Callable, initargs: Sequence):
+  global _initializer_error
   # Ctrl-C reaches the whole process group: the main process stops the pool and cleans up; workers stay quiet.
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  initializer(*initargs)
+  try:
+    initializer(*initargs)
+  except Exception as error:  # pylint: disable=broad-except; raised again by the tasks
+    _initializer_error = error
+
+
+def _run_task(function: Callable, task):
+  if _initializer_error is not None:
+    raise _initializer_error
+  return function(task)
 
 
 @contextlib.contextmanager

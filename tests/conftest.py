@@ -135,6 +135,25 @@ def kill_once_a_checkpoint_is_written(command, run_dir, last_checkpoint):
   assert not (run_dir / f"{last_checkpoint}.index").exists(), "the run finished before it could be killed"
 
 
+def damage_checkpoint(prefix, damage):
+  """Damages the checkpoint `prefix` as a crash, a full disk or a bad copy does: "gone" removes its files, "data
+  cut" cuts its data file to half, "data missing" removes its data file, "index garbage" overwrites its index."""
+  data = f"{prefix}.data-00000-of-00001"
+  if damage == "gone":
+    for path in (data, f"{prefix}.index"):
+      os.remove(path)
+  elif damage == "data cut":
+    with open(data, "r+b") as writer:
+      writer.truncate(os.path.getsize(data) // 2)
+  elif damage == "data missing":
+    os.remove(data)
+  elif damage == "index garbage":
+    with open(f"{prefix}.index", "wb") as writer:
+      writer.write(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+  else:
+    raise ValueError(f"Unknown damage {damage!r}.")
+
+
 def assert_same_pretrainer_weights(expected_dir, actual_dir, config: dict):
   """The latest checkpoints of two pretraining runs of `config` hold the same weights, within 1e-6."""
 

@@ -1,11 +1,13 @@
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.errors import CheckpointMismatchError
-from albert_tf.modeling.checkpoints import restore_checkpoint, save_checkpoint
+from albert_tf.errors import CheckpointMismatchError, DataError
+from albert_tf.modeling.checkpoints import build_model_for_checkpoint, restore_checkpoint, save_checkpoint
 import albert_tf
-from conftest import padded_batch, randomize, tiny_config
+from conftest import damage_checkpoint, padded_batch, randomize, tiny_config
 
 
 def saved_pretrainer(tmp_path, **config_overrides):
@@ -103,6 +105,17 @@ def test_a_directory_without_a_state_file_means_its_highest_numbered_checkpoint(
   assert restore_checkpoint(restored, str(tmp_path)) == str(tmp_path / "model.ckpt-3")
   np.testing.assert_array_equal(restored.pooler.bias.numpy(), 3.0)
   assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [str(tmp_path / "model.ckpt-3")]
+
+
+@pytest.mark.parametrize("damage", ["data cut", "data missing", "index garbage"])
+def test_a_damaged_checkpoint_is_one_data_error_naming_it(tmp_path, damage):
+  _, prefix = saved_pretrainer(tmp_path)
+  damage_checkpoint(prefix, damage)
+  message = f"Checkpoint {re.escape(prefix)} cannot be read: its files are truncated or corrupt \\(.+\\)\\.$"
+  with pytest.raises(DataError, match=message):
+    restore_checkpoint(albert_tf.AlbertPretrainer(tiny_config()), prefix)
+  with pytest.raises(DataError, match=message):
+    build_model_for_checkpoint(tiny_config(), prefix)
 
 
 def test_a_classifier_checkpoint_is_built_with_its_labels(tmp_path):

@@ -1,6 +1,7 @@
 """Conversion from Google's TF1 checkpoints and Hugging Face folders computes what the source computes."""
 
 import os
+import re
 import shutil
 import sys
 
@@ -9,16 +10,16 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.errors import CheckpointMismatchError
+from albert_tf.errors import CheckpointMismatchError, DataError
 from albert_tf.interop import conversion
 from albert_tf.interop import huggingface
-from albert_tf.interop.hf_weight_files import read_safetensors
+from albert_tf.interop.hf_weight_files import read_hf_weights, read_safetensors
 from albert_tf.interop.huggingface import export_to_hf, hf_state_dict
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, restore_available_parts, save_checkpoint
 from albert_tf.modeling.weight_names import named_weights
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.training import pretraining
-from conftest import SP8K_MODEL, padded_batch, randomize, requires_shared, run_tool, tiny_config
+from conftest import SP8K_MODEL, damage_checkpoint, padded_batch, randomize, requires_shared, run_tool, tiny_config
 
 TOLERANCE = 1e-4
 OBSERVED_MAX_DIFFS = {}  # printed at the end of the module (pytest -s) for the record
@@ -283,6 +284,47 @@ def test_missing_sources_and_existing_output_are_refused(tmp_path):
     conversion.convert("google", str(tmp_path / "google"), str(tmp_path / "out"),
                        albert_config_file=str(tmp_path / "config.json"))
   assert (tmp_path / "out" / "model.ckpt.index").read_bytes() == b"kept"
+
+
+def test_corrupt_sources_are_one_error_line_naming_the_file(tmp_path):
+  random_bytes = np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8).tobytes()
+  encoder = albert_tf.AlbertEncoder(tiny_config())
+  encoder(encoder.dummy_inputs())
+  export_to_hf(encoder, str(tmp_path / "hf"))
+  weights = tmp_path / "hf" / "model.safetensors"
+  weights.write_bytes(weights.read_bytes()[:-100])  # a download cut short
+  with pytest.raises(DataError, match=f"^{re.escape(str(weights))}: .* the file is cut short or corrupt"):
+    read_safetensors(str(weights))
+  weights.write_bytes(random_bytes)  # its first 8 bytes, the header's size, are garbage too
+  (tmp_path / "google").mkdir()
+  tiny_config().to_json_file(str(tmp_path / "google" / "albert_config.json"))
+  for name in ("model.ckpt.index", "model.ckpt.data-00000-of-00001"):
+    (tmp_path / "google" / name).write_bytes(random_bytes)
+  for source_format, message in (
+      ("hf", f"error: {weights}: not a safetensors file, or cut short (the header its first 8 bytes announce does "
+             "not fit in its 5000 bytes)."),
+      ("google", f"error: Checkpoint {tmp_path / 'google' / 'model.ckpt'} cannot be read: its files are truncated "
+                 "or corrupt (not an sstable (bad magic number)).")):
+    result = run_tool("convert_checkpoint", f"--source_format={source_format}",
+                      f"--source={tmp_path / source_format}", f"--output_dir={tmp_path / 'out'}")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith(message)
+    assert not (tmp_path / "out").exists()
+  prefix = write_google_checkpoint(tmp_path / "cut", random_values(google_shapes(tiny_config(), False)), tiny_config())
+  damage_checkpoint(prefix, "data cut")
+  with pytest.raises(DataError, match=f"^Checkpoint {re.escape(prefix)} cannot be read: its files are truncated"):
+    conversion.convert("google", str(tmp_path / "cut"), str(tmp_path / "out"))
+  assert not (tmp_path / "out").exists()
+  # A sharded index that is not JSON, and a pytorch_model.bin that is not torch's.
+  (tmp_path / "sharded").mkdir()
+  (tmp_path / "sharded" / "model.safetensors.index.json").write_text('{"weight_map": {"a": "b",}}')
+  with pytest.raises(DataError, match=r"model\.safetensors\.index\.json: not valid JSON \(Expecting property name "
+                                      r"enclosed in double quotes at line 1, column 26\)\.$"):
+    read_hf_weights(str(tmp_path / "sharded"))
+  (tmp_path / "torch").mkdir()
+  (tmp_path / "torch" / "pytorch_model.bin").write_bytes(random_bytes)
+  with pytest.raises(DataError, match=r"pytorch_model\.bin: not a PyTorch weights file, or cut short \("):
+    read_hf_weights(str(tmp_path / "torch"))
 
 
 def test_pytorch_weights_without_pytorch_installed_are_a_clear_error(tmp_path, monkeypatch):

@@ -53,7 +53,7 @@ def test_parallel_files_are_read_strictly_and_split_by_seed(tmp_path):
   assert len(dev) == 3 and sorted(np.concatenate([train, dev]).tolist()) == list(range(10))
   assert all(np.array_equal(a, b) for a, b in zip((train, dev), parallel_text.split_pairs(10, 3, seed=7)))
   assert not np.array_equal(dev, parallel_text.split_pairs(10, 3, seed=8)[1])
-  with pytest.raises(DataError, match="Cannot hold out 10 dev pairs of 10"):
+  with pytest.raises(OptionError, match="--parallel_dev_size=10 pairs cannot be held out of the parallel file's 10"):
     parallel_text.split_pairs(10, 10, seed=7)
 
 
@@ -167,6 +167,20 @@ def test_distillation_fits_the_teacher_and_scores_held_out_pairs(tmp_path):
                                                            "pooling mean"):
     finetuning.FineTuning(options, distillation.DistillationObjective(pairs, teacher, 8, 1, None, "mean", 16),
                           ONE_DEVICE)
+
+
+def test_tool_refuses_a_dev_size_the_parallel_file_cannot_spare_before_reading_the_teacher(tmp_path):
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  pairs_file = write(tmp_path / "pairs.tsv", real_pairs(20))
+  # The default --parallel_dev_size (1000) on a small file; the teacher does not exist: it is not read yet.
+  result = run_tool("train_sentence_encoder", f"--parallel_file={pairs_file}", f"--teacher={tmp_path / 'no.npy'}",
+                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={tmp_path / 'config.json'}",
+                    f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={SEQ}", "--do_train", "--do_eval")
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1] == (
+      "error: --parallel_dev_size=1000 pairs cannot be held out of the parallel file's 20: set it from 0 to 19, so "
+      "that at least one pair is left to train on.")
+  assert not (tmp_path / "run").exists()
 
 
 def test_tool_distills_from_a_saved_model_teacher_and_exports_the_student(tmp_path):

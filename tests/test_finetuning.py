@@ -29,8 +29,8 @@ from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distribution, finetuning, metrics, run_directory
 from albert_tf.training import finetuning_objectives
 import strategy_worker
-from conftest import (GLUE_FILES, SHARED, SP8K_MODEL, TOOLS, free_ports, kill_once_a_checkpoint_is_written,
-                      requires_shared, run_tool, write, write_glue_data)
+from conftest import (GLUE_FILES, SHARED, SP8K_MODEL, TOOLS, damage_checkpoint, free_ports,
+                      kill_once_a_checkpoint_is_written, requires_shared, run_tool, write, write_glue_data)
 
 pytestmark = requires_shared(SP8K_MODEL)
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
@@ -530,6 +530,57 @@ def test_tool_refuses_an_unknown_task_with_one_line(tmp_path, glue_dir):
   assert "error: Unknown task 'glue-x'; the known tasks are cola" in result.stderr
   result = run_tool("run_classifier", *base, "--task_name=rte", "--tsv_label_column=3")
   assert result.returncode == 2 and "--tsv_label_column describe a tsv task's files" in result.stderr
+  assert not (tmp_path / "run").exists()
+
+
+def test_tool_reports_a_damaged_init_checkpoint_with_one_line(tmp_path, glue_dir):
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig(**CONFIG))
+  encoder(encoder.dummy_inputs())
+  prefix = checkpoint_lib.save_checkpoint(encoder, str(tmp_path / "pretrained" / "model.ckpt"))
+  damage_checkpoint(prefix, "data cut")
+  result = run_tool("run_classifier", "--task_name=rte", f"--data_dir={glue_dir}", f"--output_dir={tmp_path / 'run'}",
+                    f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
+                    f"--max_seq_length={SEQ}", "--do_train", "--train_batch_size=2", f"--init_checkpoint={prefix}")
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1] == (f"error: Checkpoint {prefix} cannot be read: its files are truncated or "
+                                            "corrupt (Read less bytes than requested).")
+  assert not (tmp_path / "run").exists()
+
+
+def test_a_run_that_stops_before_its_first_checkpoint_leaves_no_run_directory(tmp_path, glue_dir):
+  """A non-finite loss at the first step (a pretrained model of NaNs): a rerun must not find a half-made run."""
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig(**CONFIG))
+  encoder(encoder.dummy_inputs())
+  encoder.pooler.kernel.assign(tf.fill(encoder.pooler.kernel.shape, np.nan))
+  prefix = checkpoint_lib.save_checkpoint(encoder, str(tmp_path / "pretrained" / "model.ckpt"))
+  result = run_tool("run_classifier", "--task_name=rte", f"--data_dir={glue_dir}", f"--output_dir={tmp_path / 'run'}",
+                    f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
+                    f"--max_seq_length={SEQ}", "--do_train", "--train_batch_size=2", "--train_step=2",
+                    f"--init_checkpoint={prefix}")
+  assert result.returncode == 2 and "non-finite" in result.stderr.splitlines()[-1], result.stderr
+  assert not (tmp_path / "run").exists()
+
+
+def test_tool_refuses_tsv_scores_as_classes_and_a_label_in_a_text_column(tmp_path):
+  """STS-like scores (40 values from 0 to 5) without --tsv_is_regression would train a class per value."""
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  train = write(tmp_path / "data" / "train.tsv", [f"{0.125 * (index % 41):.3f}\tsentence {index}"
+                                                  for index in range(82) if index % 41 != 20])
+  base = ["--task_name=tsv", f"--data_dir={tmp_path / 'data'}", f"--output_dir={tmp_path / 'run'}",
+          f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
+          f"--max_seq_length={SEQ}", "--do_train", "--train_batch_size=2", "--tsv_text_a_column=1"]
+  result = run_tool("run_classifier", *base, "--tsv_label_column=0")
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1].startswith(
+      f"error: {train}: the labels of column 0 (--tsv_label_column) look like scores, not classes: all 40 distinct "
+      "labels are numbers, 34 of them not whole (such as 0.125). Give --tsv_is_regression to predict the score")
+  result = run_tool("run_classifier", *base, "--tsv_label_column=1")
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1] == (
+      "error: TsvFormat.label_column and TsvFormat.text_a_column (--tsv_label_column, --tsv_text_a_column) are both "
+      "column 1: the label must be a column of its own.")
   assert not (tmp_path / "run").exists()
 
 

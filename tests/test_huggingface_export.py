@@ -21,8 +21,8 @@ from albert_tf.tasks.squad.model import AlbertQuestionAnswerer, AlbertQuestionAn
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import (SHARED, SP8K_MODEL, corpus_lines, padded_batch, randomize, requires_shared, run_tool,
-                      tiny_config)
+from conftest import (SHARED, SP8K_MODEL, corpus_lines, damage_checkpoint, padded_batch, randomize, requires_shared,
+                      run_tool, tiny_config)
 
 SHAPES = {
     "factorized": dict(embedding_size=16),
@@ -277,6 +277,21 @@ def test_export_tool_reports_bad_input(tmp_path):
                     f"--output_dir={tmp_path / 'hf'}")
   assert result.returncode == 2
   assert "error: Checkpoint not found" in result.stderr and "Traceback" not in result.stderr
+  assert not (tmp_path / "hf").exists()
+
+
+def test_export_tool_reports_a_damaged_checkpoint(tmp_path):
+  config_file = tmp_path / "albert_config.json"
+  tiny_config().to_json_file(str(config_file))
+  model = albert_tf.AlbertPretrainer(tiny_config())
+  model(model.dummy_inputs())
+  prefix = save_checkpoint(model, str(tmp_path / "run" / "model.ckpt-3"))
+  damage_checkpoint(prefix, "data cut")
+  result = run_tool("export_hf", f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
+                    f"--output_dir={tmp_path / 'hf'}")
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1] == (f"error: Checkpoint {prefix} cannot be read: its files are truncated or "
+                                            "corrupt (Read less bytes than requested).")
   assert not (tmp_path / "hf").exists()
 
 

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import distribution, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
 import albert_tf
-from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, free_ports,
+from conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, damage_checkpoint, free_ports,
                       kill_once_a_checkpoint_is_written, requires_shared, run_tool)
 import strategy_worker
 
@@ -249,6 +250,19 @@ def test_kill_during_a_checkpoint_write_resumes_from_the_last_complete_one(recor
   assert "Resuming from" in stderr and "model.ckpt-5 at step 5" in stderr
 
 
+def test_resume_from_a_cut_latest_checkpoint_takes_the_one_before_and_says_so(record_sets, straight_run):
+  damaged_dir = straight_run.parent / "damaged"
+  shutil.copytree(straight_run, damaged_dir)
+  damage_checkpoint(str(damaged_dir / "model.ckpt-40"), "data cut")
+  # Up to step 35 only: resuming is the subject, not training.
+  resumed = run_tool("run_pretraining", *tool_flags(record_sets, damaged_dir, "--num_train_steps=35"))
+  assert resumed.returncode == 0, resumed.stderr
+  assert (f"Checkpoint {damaged_dir / 'model.ckpt-40'} cannot be read: its files are truncated or corrupt (Read less "
+          f"bytes than requested). Resuming from {damaged_dir / 'model.ckpt-35'} instead, the newest complete "
+          f"checkpoint in {damaged_dir}.\n") in resumed.stderr
+  assert f"Resuming from {damaged_dir / 'model.ckpt-35'} at step 35." in resumed.stderr
+
+
 def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path, monkeypatch):
   run_options = options(records, tmp_path, do_eval=True, eval_input_file=records[1], num_train_steps=9,
                         learning_rate=3e-3)
@@ -298,7 +312,7 @@ def test_non_finite_loss_stops_with_a_clear_error(records, tmp_path):
   with pytest.raises(TrainingError, match="non-finite.*no checkpoint was written yet"):
     pretraining.run(options(records, tmp_path / "run", init_checkpoint=str(tmp_path / "nan")),
                     distribution.get_strategy("one_device"))
-  assert tf.train.latest_checkpoint(str(tmp_path / "run")) is None
+  assert not (tmp_path / "run").exists()  # stopped before its first checkpoint: nothing of it is left
 
 
 def test_init_from_group0(records, tmp_path):
@@ -375,6 +389,32 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   assert before == {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
   for directory in ("a", "b", "c"):
     assert not (tmp_path / directory).exists()
+
+
+def test_records_the_config_cannot_embed_or_cut_short_fail_before_anything_is_written(records, tmp_path):
+  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
+  albert_tf.AlbertConfig(**dict(CONFIG, vocab_size=1000)).to_json_file(str(tmp_path / "small_vocabulary.json"))
+  run = lambda input_file, config_file: run_tool(
+      "run_pretraining", f"--input_file={input_file}", f"--output_dir={tmp_path / 'run'}",
+      f"--albert_config_file={tmp_path / config_file}", f"--max_seq_length={SEQ}",
+      f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8", "--num_train_steps=2")
+  result = run(records[0], "small_vocabulary.json")
+  assert result.returncode == 2
+  features = [tf.train.Example.FromString(record).features.feature
+              for record in tf.data.TFRecordDataset(records[0]).as_numpy_iterator()]
+  largest = max(max(feature[name].int64_list.value) for feature in features for name in ("input_ids", "masked_lm_ids"))
+  assert largest >= 1000
+  assert result.stderr.splitlines()[-1] == (
+      f"error: The input records hold token ids up to {largest} ({records[0]}); the config's vocab_size is 1000. Use "
+      "the albert_config.json of the vocabulary the records were written with.")
+  assert not (tmp_path / "run").exists()
+  cut = tmp_path / "cut.tfrecord"
+  cut.write_bytes(open(records[0], "rb").read()[:os.path.getsize(records[0]) // 2])
+  result = run(cut, "config.json")
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1].startswith(f"error: {cut}: corrupt record, damaged or not a TFRecord file ("
+                                                   "truncated record at ")
+  assert not (tmp_path / "run").exists()
 
 
 def test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios():

@@ -6,7 +6,8 @@ from scipy import stats
 import tensorflow as tf
 
 from albert_tf.data.pretraining_dataset import pretraining_dataset
-from albert_tf.data.record_files import check_pretraining_records, count_records
+from albert_tf.data.record_files import check_pretraining_records, count_records, read_record_stats, write_record_stats
+from albert_tf.errors import DataError
 from albert_tf.files import expand_input_patterns
 
 SEQ_LENGTH = 8
@@ -314,6 +315,28 @@ def test_count_records_keeps_a_cache_and_recounts_changed_files(tmp_path):
   (tmp_path / "c.tfrecord").write_bytes(b"not a TFRecord file" * 10)
   with pytest.raises(ValueError, match=r"c\.tfrecord: corrupt record"):
     count_records([a, str(tmp_path / "c.tfrecord")])
+
+
+def test_record_stats_find_the_largest_token_id_and_are_cached_only_when_asked(tmp_path):
+  a = write_records(tmp_path / "a.tfrecord", [5, 300])  # input_ids up to 300
+  b = write_records(tmp_path / "b.tfrecord", [1], edit=lambda features: features.update(
+      masked_lm_ids=int_feature([500, 7, 0])))
+  cache_file = tmp_path / "stats.json"
+  stats = read_record_stats([a, b], str(cache_file))
+  assert {path: (found.records, found.largest_token_id) for path, found in stats.items()} == {a: (2, 300), b: (1, 500)}
+  assert not cache_file.exists()
+  write_record_stats(str(cache_file), stats)
+  cache = json.loads(cache_file.read_text())
+  cache[a]["largest_token_id"] = 299  # only the cache can say 299
+  del cache[b]["largest_token_id"]  # an entry of an earlier version, with the count alone: read again
+  cache_file.write_text(json.dumps(cache))
+  assert {path: found.largest_token_id for path, found in read_record_stats([a, b], str(cache_file)).items()} == {
+      a: 299, b: 500}
+  text = str(tmp_path / "text.tfrecord")
+  with tf.io.TFRecordWriter(text) as writer:
+    writer.write(b"\xff\xff not a proto")
+  with pytest.raises(DataError, match=r"text\.tfrecord: a record is not a tf\.train\.Example of integer token ids"):
+    read_record_stats([text])
 
 
 def test_eval_reads_training_s_first_epoch_once_the_same_every_time(tmp_path):

@@ -14,7 +14,7 @@ from albert_tf.data.example_encoding import FEATURE_NAMES
 from albert_tf.data.instances import InstanceOptions, is_start_piece
 from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
-from albert_tf.errors import CorpusError, DataError
+from albert_tf.errors import CorpusError, DataError, OptionError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from conftest import SHARED, SP8K_MODEL, TOOLS, requires_shared, run_tool
 
@@ -278,25 +278,29 @@ def test_skip_policy_with_only_single_sentences_is_a_clear_error(tmp_path):
 
 
 def test_bad_input_is_reported_and_nothing_is_written(tmp_path):
+  """An earlier output survives a failed run, --overwrite or not (the run would replace it only on success)."""
   existing = tmp_path / "out.tfrecord"
   existing.write_bytes(b"previous output")
   good = os.path.join(CORPUS, "ko_law.txt")
+  replace = {"overwrite": True}
   with pytest.raises(FileNotFoundError, match="missing.txt"):
-    create(tmp_path, [str(tmp_path / "missing.txt")])
+    create(tmp_path, [str(tmp_path / "missing.txt")], run_options=replace)
   empty = tmp_path / "empty.txt"
   empty.write_text("\n\n  \n")
   with pytest.raises(CorpusError, match="corpus is empty"):
-    create(tmp_path, [str(empty)])
+    create(tmp_path, [str(empty)], run_options=replace)
   broken = tmp_path / "broken.txt"
   broken.write_bytes("첫 줄입니다.\n둘째 줄.\n".encode() + b"bad \xff\xfe bytes\n")
   with pytest.raises(DataError, match=r"broken.txt, line 3: not UTF-8"):
-    create(tmp_path, [good, str(broken)], num_workers=2)
+    create(tmp_path, [good, str(broken)], num_workers=2, run_options=replace)
   with pytest.raises(ValueError, match="max_seq_length must be at least 8"):
-    create(tmp_path, [good], max_seq_length=7)
+    create(tmp_path, [good], max_seq_length=7, run_options=replace)
   with pytest.raises(ValueError, match=r"has no \[CLS\], \[SEP\], \[MASK\]"):
     pd.create_pretraining_data([good], [str(existing)],
                                pd.TokenizerSpec(os.path.join(CORPUS, "botchan_en_unigram_1000.model")),
-                               InstanceOptions())
+                               InstanceOptions(), overwrite=True)
+  with pytest.raises(OptionError, match="out.tfrecord already exists; pass --overwrite"):
+    create(tmp_path, [good])
   assert existing.read_bytes() == b"previous output"
   assert sorted(os.listdir(tmp_path)) == ["broken.txt", "empty.txt", "out.tfrecord"]
 
@@ -594,7 +598,7 @@ def test_a_full_disk_is_one_error_and_leaves_nothing(tmp_path, memory_flag, fail
 
   existing = tmp_path / "a.tfrecord"
   existing.write_bytes(b"an earlier output")
-  result = subprocess.run(tool_command(tmp_path, memory_flag, f"--output_file={tmp_path}/a.tfrecord",
+  result = subprocess.run(tool_command(tmp_path, memory_flag, f"--output_file={tmp_path}/a.tfrecord", "--overwrite",
                                       corpus=("ko_law.txt", "en_botchan.txt")),
                           capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size)
   assert result.returncode == 2, result.stderr

@@ -284,6 +284,15 @@ def test_json_errors_give_their_position(tmp_path):
   with pytest.raises(DataError, match=at(folder / "1.txt") + r" not JSON \(Expecting property name enclosed in "
                                       r"double quotes at line 3, column 2\)"):
     read_race_examples(str(tmp_path), "dev", middle_only=True)
+  # An article cut off inside its text: json's reason ends with "at", which the message says once.
+  all_txt.write_text('{"id": "high2.txt", "article": "Tom went\n')
+  with pytest.raises(DataError, match=at(all_txt, 1) + re.escape(" not JSON (Invalid control character at column "
+                                                                 "41).")):
+    read_race_examples(str(tmp_path), "dev", high_only=True)
+  (folder / "1.txt").write_text('{\n "id": "middle1.txt",\n "article": "Tom went')
+  with pytest.raises(DataError, match=at(folder / "1.txt") + re.escape(" not JSON (Unterminated string starting at "
+                                                                       "line 3, column 13).")):
+    read_race_examples(str(tmp_path), "dev", middle_only=True)
 
 
 def test_text_that_is_not_utf8_is_named(tmp_path):

@@ -177,23 +177,27 @@ def test_race_tool_learns_to_choose_resumes_and_exports(tmp_path):
   assert outputs["probabilities"].shape == (2, 4)
 
 
-@pytest.mark.parametrize("problem", ["malformed", "empty", "v1_dropout"])
+@pytest.mark.parametrize("problem", ["malformed", "empty", "v1_dropout", "v2_file"])
 def test_squad_tool_refuses_bad_input_before_training(tmp_path, problem):
   config_file = write_config(tmp_path, **CONFIG)
   train = tmp_path / "train.json"
   contents = {"malformed": '{"data": [{"paragraphs": [}', "empty": ""}
   if problem in contents:
     train.write_text(contents[problem], encoding="utf-8")
+  elif problem == "v2_file":
+    write_squad(train, 2, 8, seed=5)  # SQuAD v2.0's layout; question 5-6 is unanswerable
   else:
     write_squad(train, 1, 4, seed=5)
   result = run_tool("run_squad_v1", f"--train_file={train}", f"--albert_config_file={config_file}",
                     f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", "--do_train",
-                    "--max_seq_length=64", "--max_query_length=16", *(["--dropout_prob=0.2"] if problem ==
-                                                                       "v1_dropout" else []))
+                    "--max_seq_length=64", "--max_query_length=16", "--train_batch_size=2",
+                    *(["--dropout_prob=0.2"] if problem == "v1_dropout" else []))
   assert result.returncode == 2
   message = result.stderr.strip().splitlines()[-1]
   expected = {"malformed": [str(train), "line 1"], "empty": [str(train), "empty"],
-              "v1_dropout": ["--dropout_prob", "SQuAD v1's span head has no dropout"]}[problem]
+              "v1_dropout": ["--dropout_prob", "SQuAD v1's span head has no dropout"],
+              "v2_file": [f"error: {train}: question 5-6 has 0 answers", "SQuAD v2.0",
+                          "run_squad_v2 (albert-run-squad-v2"]}[problem]
   assert all(part in message for part in expected), message
   assert not (tmp_path / "run").exists()
 

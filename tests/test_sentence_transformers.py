@@ -204,10 +204,13 @@ def test_export_refuses_what_sentence_transformers_cannot_hold_before_writing(ex
   with pytest.raises(OptionError, match="--max_seq_length is the length sentence-transformers cuts texts to"):
     export_to_hf(pretrainer, str(tmp_path / "pretrainer"), max_seq_length=32)
   assert not (tmp_path / "long").exists() and not (tmp_path / "pretrainer").exists()
-  # Another model into a sentence-transformers folder would leave its modules.json describing the old one.
+  # Another model into a sentence-transformers folder would leave its modules.json describing the old one: refused
+  # even with overwrite, which replaces a model's files, not the modules around them.
   shutil.copytree(exports[0][("cls", None)][1], tmp_path / "st")
-  with pytest.raises(OptionError, match="holds a sentence-transformers model"):
+  with pytest.raises(OptionError, match="already holds config.json; pass --overwrite"):
     export_to_hf(pretrainer, str(tmp_path / "st"))
+  with pytest.raises(OptionError, match="holds a sentence-transformers model"):
+    export_to_hf(pretrainer, str(tmp_path / "st"), overwrite=True)
   with_relu = sentence_encoder("cls", PROJECTION_DIM, seed=9)
   with_relu.sentence_head.projection.activation = tf_keras.activations.relu
   with pytest.raises(OptionError, match="projection has the activation 'relu'"):

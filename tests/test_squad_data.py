@@ -338,7 +338,8 @@ GOOD_QA = {"id": "q1", "question": "What?", "answers": [{"text": "a", "answer_st
 @pytest.mark.parametrize("content, error, message", [
     (b"", DataError, r"squad.json is empty"),
     (b" \n\t\n", DataError, r"squad.json is empty"),
-    (b'{"data": [\n  {"paragraphs": [}\n]}', DataError, r"squad.json: not valid JSON at line 2, column 19"),
+    (b'{"data": [\n  {"paragraphs": [}\n]}', DataError,
+     r"squad.json: not valid JSON \(Expecting value at line 2, column 19\)"),
     (b'{"data": "caf\xe9"}', DataError, r"squad.json: not UTF-8"),
     (b'{"version": "1.1"}', DataError, r'squad.json: no "data" list'),
     (json.dumps({"data": [{"title": "t"}]}).encode(), DataError, r'data\[0\] has no "paragraphs" list'),

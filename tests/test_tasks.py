@@ -139,6 +139,43 @@ def test_tsv_task_directory_header_pairs_and_labels_from_train(tmp_path):
   assert unlabeled.read_examples(str(tmp_path), "test") == [Example("test-2", "i", "j")]
 
 
+# Train labels of a tsv task without a label list: classes, or a score's values (refused).
+STS_SCORES = [f"{0.125 * step:.3f}" for step in range(41) if step != 20]  # 0.000 to 5.000, 40 distinct
+CLASSES = {"binary": ["1", "0"], "ratings": ["1", "2", "3", "4", "5"], "signs": ["-1", "1"],
+           "class_ids": [str(index) for index in range(150)], "whole_floats": ["1.0", "2.0", "3.0"],
+           "names": ["neg", "pos", "3.5"]}
+SCORES = {"sts": (STS_SCORES, "all 40 distinct labels are numbers, 34 of them not whole (such as 0.125)"),
+          "one_fraction": (["1", "2", "3.8"], "all 3 distinct labels are numbers, 1 of them not whole (such as 3.8)"),
+          "percent": ([str(value) for value in range(0, 100, 3)], "all 34 distinct labels are whole numbers, more "
+                                                                   "than 20 and not the class ids 0 to 33")}
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_tsv_labels_that_are_classes(tmp_path, name):
+  labels = CLASSES[name]
+  path = write(tmp_path / "train.tsv", [f"{label}\ttext {index}" for index, label in enumerate(labels)])
+  task = get_task("tsv", TsvFormat(text_a_column=1, label_column=0))
+  task.read_examples(path, "train")
+  assert sorted(task.label_list) == sorted(labels)
+
+
+@pytest.mark.parametrize("name", SCORES)
+def test_tsv_labels_that_are_scores_are_refused_before_training(tmp_path, name):
+  labels, why = SCORES[name]
+  path = write(tmp_path / "train.tsv", [f"{label}\ttext {index}" for index, label in enumerate(labels * 2)])
+  task = get_task("tsv", TsvFormat(text_a_column=1, label_column=0))
+  with pytest.raises(TaskError, match=re.escape(f"{path}: the labels of column 0 (--tsv_label_column) look like "
+                                                "scores, not classes: ") + ".*" + re.escape(why) + ".*"
+                                      "--tsv_is_regression.*--tsv_label_threshold.*--tsv_label_list"):
+    task.read_examples(path, "train")
+  # What the message offers: a regression, or the labels listed as classes.
+  regression = get_task("tsv", TsvFormat(text_a_column=1, label_column=0, is_regression=True))
+  assert len(regression.read_examples(path, "train")) == 2 * len(labels)
+  listed = get_task("tsv", TsvFormat(text_a_column=1, label_column=0, label_list=labels))
+  listed.read_examples(path, "train")
+  assert listed.label_list == tuple(labels)
+
+
 def test_byte_order_mark_and_windows_line_ends(tmp_path):
   path = tmp_path / "bom.tsv"
   path.write_bytes("\ufeff1\tfirst\r\n0\tsecond\r\n".encode("utf-8"))
@@ -224,6 +261,9 @@ def test_bad_arguments(glue_dir):
     get_task("rte", TsvFormat(text_a_column=0, label_column=1))
   with pytest.raises(TaskError, match="label_column must be a column index"):
     TsvFormat(text_a_column=0, label_column=-1)
+  with pytest.raises(TaskError, match=re.escape("TsvFormat.label_column and TsvFormat.text_b_column "
+                                                "(--tsv_label_column, --tsv_text_b_column) are both column 2")):
+    TsvFormat(text_a_column=1, text_b_column=2, label_column=2)
   with pytest.raises(TaskError, match="regression takes no label_list"):
     TsvFormat(text_a_column=0, label_column=1, is_regression=True, label_threshold=0.0)
   with pytest.raises(TaskError, match="contradicts"):

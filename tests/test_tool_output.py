@@ -8,7 +8,8 @@ from absl import logging as absl_logging
 import pytest
 import sentencepiece as spm
 
-from albert_tf.cli import _debug_verbosity
+from albert_tf import cli
+from albert_tf.cli import _debug_verbosity, _has_nvidia_driver
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from conftest import REPO, run_tool
 
@@ -160,6 +161,30 @@ def test_tensorflow_log_only_when_asked(flags, environment, shown, records, conf
   assert bool(tensorflow_lines) == shown
   if not shown:
     assert library_lines(result.stderr) == []
+
+
+def test_users_error_level_shows_no_cuinit_failure_without_a_gpu(tmp_path):
+  """The user's TF_CPP_MIN_LOG_LEVEL=2 keeps TensorFlow's C++ errors, but on a machine without an NVIDIA driver
+  not "failed call to cuInit", which TensorFlow logs in every run there, when it first lists its devices (on one
+  with a driver it means a broken CUDA setup, and shows). The tool lists them, then fails on its config."""
+  config_file = tmp_path / "missing.json"
+  result = run_as_user("run_pretraining", f"--input_file={tmp_path / 'train.tfrecord'}",
+                       f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config_file}",
+                       environment={"TF_CPP_MIN_LOG_LEVEL": "2"})
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1] == f"error: ALBERT config file not found: {config_file}"
+  if not _has_nvidia_driver():
+    assert "failed call to cuInit" not in result.stderr
+  assert not (tmp_path / "run").exists()
+
+
+def test_only_the_cuinit_line_is_dropped_of_what_device_discovery_logs(capfd):
+  """What C++ code writes to stderr while TensorFlow lists its devices is written after, but the cuInit line."""
+  lines = [b"2026-11-27 14:21:35.694554: E external/local_xla/xla/stream_executor/cuda/cuda_platform.cc:51] failed "
+           b"call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n",
+           b"2026-11-27 14:21:35.694601: E tensorflow/core/some_device.cc:12] another error, which stays\n"]
+  cli._without_cuinit_line(lambda: os.write(2, b"".join(lines)))
+  assert capfd.readouterr().err == lines[1].decode()
 
 
 @pytest.mark.parametrize("argv, debug", [

@@ -89,7 +89,7 @@ def test_failed_training_keeps_an_existing_model(model_file, tmp_path):
   (tmp_path / "spiece.vocab").write_text("old vocab\n", encoding="utf-8")
   bad = write(tmp_path / "bad.txt", "좋은 줄\n".encode() * 500 + b"\xff\n")
   with pytest.raises(ValueError, match="line 501"):
-    train_sentencepiece(bad, str(prefix), vocab_size=VOCAB_SIZE, num_threads=2)
+    train_sentencepiece(bad, str(prefix), vocab_size=VOCAB_SIZE, num_threads=2, overwrite=True)
   assert (tmp_path / "spiece.model").read_bytes() == open(model_file, "rb").read()
   assert (tmp_path / "spiece.vocab").read_text(encoding="utf-8") == "old vocab\n"
   assert sorted(os.listdir(tmp_path)) == ["bad.txt", "spiece.model", "spiece.vocab"]

@@ -1,6 +1,7 @@
 """The shared training machinery on its own: best-checkpoint choice, clipping, loss scaling, loop stops."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from albert_tf.errors import TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import loop
 from albert_tf.training import run_directory
-from conftest import tiny_config
+from conftest import damage_checkpoint, tiny_config
 
 
 class Weights(tf.Module):
@@ -170,6 +171,86 @@ def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path
   assert run_directory.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
   assert int(step.numpy()) == 8
   np.testing.assert_array_equal(bias.numpy(), 8.0)
+
+
+def run_with_checkpoints(output_dir, steps):
+  """A run directory whose checkpoints hold the run state at `steps` (a tiny encoder and its step); returns the
+  model, its checkpoint object and the step variable, reset to 0, to restore into."""
+  model = albert_tf.AlbertEncoder(tiny_config())
+  model(model.dummy_inputs())
+  step = tf.Variable(0, dtype=tf.int64)
+  checkpoint = tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}, step=step)
+  manager = tf.train.CheckpointManager(checkpoint, str(output_dir), max_to_keep=len(steps),
+                                       checkpoint_name=checkpoint_lib.CHECKPOINT_NAME)
+  for value in steps:
+    step.assign(value)
+    run_directory.save_run_checkpoint(manager, value, is_chief=True)
+  step.assign(0)
+  return model, checkpoint, step
+
+
+@pytest.mark.parametrize("damage", ["gone", "data cut", "index garbage"])
+def test_resume_from_a_damaged_latest_checkpoint_takes_the_newest_complete_one_and_says_so(tmp_path, capsys, damage):
+  model, checkpoint, step = run_with_checkpoints(tmp_path, (4, 8, 12))
+  damage_checkpoint(str(tmp_path / "model.ckpt-12"), damage)
+  capsys.readouterr()
+  assert run_directory.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
+  assert int(step.numpy()) == 8
+  message, = capsys.readouterr().err.splitlines()
+  reason = "Checkpoint not found" if damage == "gone" else "cannot be read: its files are truncated or corrupt"
+  assert reason in message and str(tmp_path / "model.ckpt-12") in message
+  assert message.endswith(f"Resuming from {tmp_path / 'model.ckpt-8'} instead, the newest complete checkpoint in "
+                          f"{tmp_path}.")
+
+
+def test_resume_never_starts_again_from_step_0_in_a_directory_with_checkpoints(tmp_path, capsys):
+  model, checkpoint, step = run_with_checkpoints(tmp_path, (4, 8))
+  os.remove(tmp_path / run_directory.STATE_FILE)  # lost: the highest-numbered complete checkpoint is the latest
+  capsys.readouterr()
+  assert run_directory.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
+  assert int(step.numpy()) == 8 and not capsys.readouterr().err
+  (tmp_path / run_directory.STATE_FILE).write_text("not a checkpoint list\n")
+  for refused in (lambda: run_directory.restore_latest(str(tmp_path), model, checkpoint),
+                  lambda: run_directory.check_run_directory(str(tmp_path), tiny_config())):
+    with pytest.raises(TrainingError, match=f"^{tmp_path / 'checkpoint'} cannot be read: .* Remove it to resume"):
+      refused()
+  os.remove(tmp_path / run_directory.STATE_FILE)
+  damage_checkpoint(str(tmp_path / "model.ckpt-8"), "data cut")
+  damage_checkpoint(str(tmp_path / "model.ckpt-4"), "index garbage")
+  with pytest.raises(TrainingError, match=f"^--output_dir {tmp_path} holds no complete checkpoint to resume from: "
+                                          f"Checkpoint {tmp_path / 'model.ckpt-8'} cannot be read: .* The 1 older "
+                                          r"one\(s\) cannot be read either\. Remove its checkpoint files"):
+    run_directory.restore_latest(str(tmp_path), model, checkpoint)
+  assert run_directory.has_checkpoints(str(tmp_path)) and not run_directory.has_checkpoints(str(tmp_path / "new"))
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_removes_what_it_created(tmp_path):
+  new_dir, old_dir = tmp_path / "new", tmp_path / "old"
+  with pytest.raises(KeyboardInterrupt):
+    with run_directory.removed_on_failure_before_checkpoint(str(new_dir), lambda: False):
+      (new_dir / "train").mkdir(parents=True)
+      (new_dir / "train" / "events").write_text("")
+      raise KeyboardInterrupt
+  assert not new_dir.exists()
+  (old_dir / "train").mkdir(parents=True)
+  (old_dir / "train" / "events.1").write_text("")
+  (old_dir / "eval_results.txt").write_text("before")
+  with pytest.raises(TrainingError):
+    with run_directory.removed_on_failure_before_checkpoint(str(old_dir), lambda: False):
+      (old_dir / "train" / "events.2").write_text("")
+      (old_dir / "eval").mkdir()
+      (old_dir / "eval" / "events.3").write_text("")
+      (old_dir / "eval_results.txt").write_text("changed")  # a file it changed stays
+      raise TrainingError("stopped")
+  assert sorted(str(path.relative_to(old_dir)) for path in old_dir.rglob("*")) == [
+      "eval_results.txt", "train", "train/events.1"]
+  checkpointed = []
+  with pytest.raises(TrainingError):
+    with run_directory.removed_on_failure_before_checkpoint(str(new_dir), lambda: bool(checkpointed)):
+      new_dir.mkdir()
+      checkpointed.append(True)
+      raise TrainingError("stopped after a checkpoint")
+  assert new_dir.exists()
 
 
 def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(tmp_path):

@@ -90,8 +90,9 @@ def test_tool_writes_a_model_directory_and_reports(extended):
   again = run_tool("extend_vocab", f"--spm_model_file={output / 'spiece.model'}", f"--input_file={KO_LAW}",
                    f"--output_dir={output}")
   assert again.returncode == 2
-  assert again.stderr.splitlines()[-1] == f"error: {output} already holds spiece.model; choose another --output_dir " \
-                                          "(nothing was written)."
+  assert again.stderr.splitlines()[-1] == (f"error: {output} already holds spiece.model; pass --overwrite to "
+                                           "replace what it holds, or choose another --output_dir (nothing was "
+                                           "written).")
   assert {name: (output / name).read_bytes() for name in os.listdir(output)} == before
 
 

@@ -11,6 +11,7 @@ checked: a checkpoint that does not fit the config is reported whole and nothing
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.cli import output_flags
 from albert_tf.interop import conversion
 
 FLAGS = flags.FLAGS
@@ -26,13 +27,14 @@ flags.DEFINE_string("spm_model_file", None,
                     "SentencePiece model to copy as spiece.model (default: google, the single *.model file "
                     "beside the checkpoint; hf, the folder's spiece.model).")
 flags.DEFINE_string("output_dir", None, "New directory for model.ckpt, albert_config.json and spiece.model.")
+output_flags.define_overwrite_flag("the checkpoint, config and vocabulary in --output_dir")
 
 
 def main(argv):
   del argv
   result, paths = conversion.convert(FLAGS.source_format, FLAGS.source, FLAGS.output_dir,
                                      albert_config_file=FLAGS.albert_config_file,
-                                     spm_model_file=FLAGS.spm_model_file)
+                                     spm_model_file=FLAGS.spm_model_file, overwrite=FLAGS.overwrite)
   print(conversion.summary(result, paths))
 
 

@@ -30,6 +30,7 @@ from absl import logging
 
 from albert_tf import cli
 from albert_tf.cli import data_flags
+from albert_tf.cli import output_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.data import pretraining_corpus
 from albert_tf.data import pretraining_writer
@@ -42,6 +43,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text files or globs (comma-separated): one sentence per line, "
                     "a blank line between documents.")
 flags.DEFINE_string("output_file", None, "Output TFRecord file, or a comma-separated list of shards.")
+output_flags.define_overwrite_flag("the files of --output_file and --eval_output_file")
 flags.DEFINE_string("spm_model_file", None, "The SentencePiece model.")
 flags.DEFINE_string("vocab_file", None, "Accepted for compatibility with Google's commands; the vocabulary "
                     "is read from --spm_model_file.")
@@ -110,7 +112,7 @@ def main(argv):
                                                       text_options.keep_accents),
       options=options, dupe_factor=dupe_factor, random_seed=FLAGS.random_seed,
       eval_output_files=_paths(FLAGS.eval_output_file), eval_fraction=FLAGS.eval_fraction,
-      memory_bytes=FLAGS.shuffle_memory_mb << 20)
+      memory_bytes=FLAGS.shuffle_memory_mb << 20, overwrite=FLAGS.overwrite)
   with cli.sigterm_as_interrupt():
     start = time.time()
     if pipeline_args:

@@ -19,13 +19,12 @@ product) are printed and, with --output_file, written as CSV: a header `similari
 per similarity.
 """
 
-import os
-
 from absl import flags
 
 from albert_tf import cli
 from albert_tf import files
 from albert_tf.cli import finetuning_flags
+from albert_tf.cli import output_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.tasks.similarity import objective as similarity_objective
 from albert_tf.tasks.similarity import sts_evaluation
@@ -50,6 +49,7 @@ flags.DEFINE_integer("batch_size", 64, "Texts embedded together.")
 finetuning_flags.define_task_flags()
 flags.DEFINE_enum("split", "dev", ["dev", "test"], "The split to score (its pairs must have scores).")
 flags.DEFINE_string("output_file", None, "Also write the correlations here as CSV (similarity,pearson,spearman).")
+output_flags.define_overwrite_flag("--output_file")
 
 
 def main(argv):
@@ -59,6 +59,8 @@ def main(argv):
       albert_config_file=FLAGS.albert_config_file, spm_model_file=FLAGS.spm_model_file,
       max_seq_length=FLAGS.max_seq_length, do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents)
   source.check()  # before the data is read
+  if FLAGS.output_file:
+    files.check_output_files([FLAGS.output_file], FLAGS.overwrite)
   task = finetuning_flags.task_from_flags()
   similarity_objective.check_similarity_task(task)
   examples = task.read_examples(FLAGS.data_dir, FLAGS.split)
@@ -67,10 +69,7 @@ def main(argv):
         f"{source.describe()}:")
   print("\n".join(evaluation.lines()))
   if FLAGS.output_file:
-    directory = os.path.dirname(FLAGS.output_file)
-    if directory:
-      files.make_directory(directory)
-    files.write_atomically(FLAGS.output_file, evaluation.to_csv())
+    files.write_output_file(FLAGS.output_file, evaluation.to_csv())
     print(f"Wrote {FLAGS.output_file}")
 
 

@@ -22,6 +22,7 @@ from absl import logging
 
 import albert_tf
 from albert_tf import cli
+from albert_tf.cli import output_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.interop import huggingface
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -34,6 +35,7 @@ flags.DEFINE_string("checkpoint", None,
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; adds the tokenizer files when given.")
 tokenizer_flags.define_tokenizer_flags()
 flags.DEFINE_string("output_dir", None, "Folder to write config.json, model.safetensors and tokenizer files.")
+output_flags.define_overwrite_flag("the model files in --output_dir")
 flags.DEFINE_integer("max_seq_length", None, "A sentence encoder's: the length sentence-transformers cuts texts "
                      "to, [CLS] and [SEP] included (default: max_position_embeddings).")
 flags.DEFINE_list("parity_text", [], "Text files (a text a line; the first 20,000 lines of each) on which to "
@@ -43,13 +45,14 @@ flags.DEFINE_list("parity_text", [], "Text files (a text a line; the first 20,00
 
 def main(argv):
   del argv
+  huggingface.check_hf_output_dir(FLAGS.output_dir, FLAGS.overwrite)  # before the model is built
   config = albert_tf.AlbertConfig.from_json_file(FLAGS.albert_config_file)
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, FLAGS.checkpoint)
   logging.info("Restored %s", prefix)
   text_options = tokenizer_flags.options_from_flags(FLAGS.spm_model_file) if FLAGS.spm_model_file else None
   export = huggingface.export_to_hf(model, FLAGS.output_dir, spm_model_file=FLAGS.spm_model_file,
                                     tokenizer_options=text_options, parity_text_files=FLAGS.parity_text,
-                                    max_seq_length=FLAGS.max_seq_length)
+                                    max_seq_length=FLAGS.max_seq_length, overwrite=FLAGS.overwrite)
   print(f"Exported {prefix} to the Hugging Face folder {FLAGS.output_dir}:")
   for name in sorted(export.paths):
     print(f"  {export.paths[name]}")

@@ -19,6 +19,7 @@ import os
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.cli import output_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.interop import vocab_resizing
 
@@ -32,6 +33,7 @@ flags.DEFINE_string("new_pieces_file", None, "Instead of --input_file: a word a 
 flags.DEFINE_integer("num_new_pieces", 10000, "The most pieces to learn from --input_file.")
 flags.DEFINE_string("output_dir", None, "New directory for spiece.model, spiece.vocab, the tokenizer options and, "
                     "with --init_checkpoint, model.ckpt and albert_config.json.")
+output_flags.define_overwrite_flag("the vocabulary and checkpoint in --output_dir")
 flags.DEFINE_string("init_checkpoint", None, "A model to extend: an albert-tf checkpoint, one of Google's TF1 "
                     "checkpoints or a Hugging Face folder.")
 flags.DEFINE_string("albert_config_file", None, "The config of --init_checkpoint (default: the albert_config.json "
@@ -51,7 +53,7 @@ def main(argv):
       num_new_pieces=FLAGS.num_new_pieces, do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
       init_checkpoint=FLAGS.init_checkpoint, albert_config_file=FLAGS.albert_config_file,
       parity_text_files=FLAGS.parity_text, character_coverage=FLAGS.character_coverage,
-      input_sentence_size=FLAGS.input_sentence_size, num_threads=FLAGS.num_threads)
+      input_sentence_size=FLAGS.input_sentence_size, num_threads=FLAGS.num_threads, overwrite=FLAGS.overwrite)
   print(result.summary())
 
 

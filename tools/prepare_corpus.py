@@ -20,6 +20,7 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.cli import data_flags
+from albert_tf.cli import output_flags
 from albert_tf.data import corpus_preparation
 from albert_tf.errors import OptionError
 from albert_tf.files import expand_input_patterns
@@ -36,6 +37,7 @@ flags.DEFINE_string("language", "auto", "ko (Kiwi), auto (Korean or not, per doc
                     "sentencex: en, de, ja, ...")
 flags.DEFINE_string("output_file", None, "Output text file, or a comma-separated list of shards; with "
                     "--num_shards, the name the shards are numbered from (ko.txt → ko-00000-of-00016.txt, ...).")
+output_flags.define_overwrite_flag("the files of --output_file")
 flags.DEFINE_integer("num_shards", None, "Number of output shards named after --output_file.", lower_bound=1)
 flags.DEFINE_integer("min_sentences", 1, "Documents with fewer sentences are dropped (and counted).", lower_bound=1)
 flags.DEFINE_integer("min_chars", 0, "Documents with fewer characters are dropped (and counted).", lower_bound=0)
@@ -60,7 +62,7 @@ def main(argv):
       input_format=FLAGS.input_format, text_field=FLAGS.text_field, language=FLAGS.language,
       min_sentences=FLAGS.min_sentences, min_chars=FLAGS.min_chars)
   arguments = dict(input_files=expand_input_patterns(FLAGS.input_file), output_files=output_files(),
-                   options=options)
+                   options=options, overwrite=FLAGS.overwrite)
   with cli.sigterm_as_interrupt():
     start = time.time()
     if pipeline_args:

@@ -64,6 +64,7 @@ def _distillation_objective(options) -> distillation.DistillationObjective:
   if FLAGS.projection_dim is not None and FLAGS.projection_dim <= 0:
     raise OptionError(f"--projection_dim={FLAGS.projection_dim} must be positive.")
   pairs = parallel_text.read_parallel_file(FLAGS.parallel_file)
+  parallel_text.check_dev_size(len(pairs), FLAGS.parallel_dev_size)
   sts_task = finetuning_flags.task_from_flags() if FLAGS.data_dir else None
   student_size = FLAGS.projection_dim or options.albert_config.hidden_size
   teacher = distillation.teacher_embeddings(FLAGS.teacher, [pair.source for pair in pairs], student_size,

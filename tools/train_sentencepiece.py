@@ -20,6 +20,7 @@ import os
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.cli import output_flags
 from albert_tf.text import korean_analyzers
 from albert_tf.text import sentencepiece_training
 from albert_tf.text import tokenizer_options
@@ -28,6 +29,7 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_list("input", None, "Text files or globs, comma-separated, in Google's pretraining format.")
 flags.DEFINE_string("model_prefix", None, "Output path without extension: writes <prefix>.model and .vocab.")
+output_flags.define_overwrite_flag("the model files of --model_prefix")
 flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, the 5 special tokens included.")
 flags.DEFINE_float("character_coverage", 0.9995,
                    "Fraction of characters to cover: 0.9995 for Korean, Japanese, Chinese; 1.0 for small "
@@ -52,7 +54,8 @@ def main(argv):
       character_coverage=FLAGS.character_coverage, model_type=FLAGS.model_type,
       do_lower_case=FLAGS.do_lower_case, keep_accents=FLAGS.keep_accents,
       input_sentence_size=FLAGS.input_sentence_size, user_defined_symbols=FLAGS.user_defined_symbols,
-      num_threads=FLAGS.num_threads, verbose=cli.SHOW_LIBRARY_LOGS, pretokenizer=FLAGS.pretokenizer)
+      num_threads=FLAGS.num_threads, verbose=cli.SHOW_LIBRARY_LOGS, pretokenizer=FLAGS.pretokenizer,
+      overwrite=FLAGS.overwrite)
   stem = os.path.splitext(trained.model_file)[0]
   print(f"Wrote {trained.model_file}, {stem}.vocab and {tokenizer_options.options_file(trained.model_file)}")
   analysis = (f", {trained.analysis_seconds:.1f} s of it analysing the morphemes of {trained.analysed_lines:,} "

@@ -15,8 +15,9 @@ import json
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.cli import output_flags
 from albert_tf.cli import tokenizer_flags
-from albert_tf.files import write_atomically
+from albert_tf.files import check_output_files, write_output_file
 from albert_tf.text import vocab_report
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -27,11 +28,14 @@ flags.DEFINE_list("input_file", None, "Held-out text files or globs, comma-separ
 flags.DEFINE_integer("max_lines", 20_000, "Lines of the text read at most (Kiwi analyses about a thousand a "
                      "second); 0 reads them all.")
 flags.DEFINE_string("output_json", None, "Also writes the counts and figures of each vocabulary to this JSON file.")
+output_flags.define_overwrite_flag("--output_json")
 tokenizer_flags.define_tokenizer_flags()
 
 
 def main(argv):
   del argv
+  if FLAGS.output_json:
+    check_output_files([FLAGS.output_json], FLAGS.overwrite, flag="--output_json")
   tokenizers = []
   for spm_model_file in FLAGS.spm_model_file:
     options = tokenizer_flags.options_from_flags(spm_model_file)
@@ -43,7 +47,7 @@ def main(argv):
   print(f"{len(lines):,} lines, {len(words):,} words of {', '.join(FLAGS.input_file)}:")
   print(vocab_report.table(reports))
   if FLAGS.output_json:
-    write_atomically(FLAGS.output_json, json.dumps([report.as_dict() for report in reports], indent=2) + "\n")
+    write_output_file(FLAGS.output_json, json.dumps([report.as_dict() for report in reports], indent=2) + "\n")
     print(f"Wrote {FLAGS.output_json}")
 
 

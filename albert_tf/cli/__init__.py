@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from typing import Sequence
 
 from absl import app
@@ -63,8 +64,13 @@ SHOW_LIBRARY_LOGS = _debug_verbosity(sys.argv)
 # "failed call to cuInit" (it found no GPU, which such a machine does not have), while on a GPU machine that
 # line means a broken CUDA setup, and training silently on the CPU, so it must show there. Errors that
 # stop a run reach Python as exceptions either way, and --verbosity=1 shows every line.
+# Where the user's level keeps errors on a machine without a driver, `run` drops that one line
+# (`_without_cuinit_line`): TensorFlow calls cuInit whatever CUDA_VISIBLE_DEVICES says ("" and -1 included), and
+# the level, read once, cannot be raised for that call alone.
 if not SHOW_LIBRARY_LOGS:
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if _has_nvidia_driver() else "3")
+
+_CUINIT_FAILURE = b"failed call to cuInit"
 
 # Found without importing them: the data tool runs without TensorFlow.
 _FRAMEWORK_DIRS = tuple(os.path.dirname(importlib.util.find_spec(name).origin) + os.sep
@@ -78,9 +84,31 @@ class _FrameworkInfoFilter(logging.Filter):
     return record.levelno > logging.INFO or not record.pathname.startswith(_FRAMEWORK_DIRS)
 
 
+def _without_cuinit_line(call):
+  """`call()`; what is written to stderr meanwhile (C++ code writes to file descriptor 2) is written after it, but
+  for the "failed call to cuInit" line."""
+  sys.stderr.flush()
+  with tempfile.TemporaryFile() as captured:
+    stderr = os.dup(2)
+    os.dup2(captured.fileno(), 2)
+    try:
+      call()
+    finally:
+      os.dup2(stderr, 2)
+      os.close(stderr)
+      captured.seek(0)
+      with open(2, "wb", closefd=False) as restored:
+        restored.writelines(line for line in captured if _CUINIT_FAILURE not in line)
+
+
 def run(main, flags_parser=app.parse_flags_with_usage):
   """`absl.app.run(main, flags_parser=flags_parser)`, printing `error: <message>` and exiting with status 2 on
   bad input."""
+
+  if not SHOW_LIBRARY_LOGS and "tensorflow" in sys.modules and not _has_nvidia_driver():
+    # TensorFlow calls cuInit when it first lists its devices, once a process (absl's app.run has it list them,
+    # after parsing the flags): list them here first, without that line.
+    _without_cuinit_line(sys.modules["tensorflow"].config.list_physical_devices)
 
   def guarded_main(argv):
     with contextlib.ExitStack() as quieted:

@@ -9,6 +9,7 @@ SavedModel for TF Serving that takes raw text.
 
 import importlib.resources
 import os
+import shutil
 import sys
 import time
 
@@ -18,9 +19,11 @@ from absl import flags
 from albert_tf import cli  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 
+from albert_tf.cli import output_flags
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.interop import huggingface
+from albert_tf.files import check_output_folder
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
 from albert_tf.text import sentencepiece_training
@@ -32,6 +35,7 @@ from albert_tf.training import run_directory
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("output_dir", "demo_output", "Where every artefact of the demo goes.")
+output_flags.define_overwrite_flag("the artefacts of an earlier demo in --output_dir")
 flags.DEFINE_integer("num_train_steps", 1200, "Pretraining steps.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("vocab_size", 4000, "SentencePiece pieces.")
@@ -41,6 +45,7 @@ MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
 EVAL_FRACTION = 0.1  # documents held out for evaluation
 FILL_MASK_EXAMPLES = ("I went to the [MASK] .", "파일 - [MASK] 를 선택합니다.")
+ARTEFACTS = ("spm", "data", "pretraining", "hf_model", "saved_model")  # the folders a run writes in --output_dir
 
 
 def _step(title):
@@ -51,6 +56,10 @@ def main(argv):
   del argv
   start = time.time()
   out = os.path.abspath(FLAGS.output_dir)
+  # A run resumes nothing: an earlier run's folders go with --overwrite, and only they.
+  check_output_folder(out, ARTEFACTS, FLAGS.overwrite)
+  for name in ARTEFACTS:
+    shutil.rmtree(os.path.join(out, name), ignore_errors=True)
   os.makedirs(out, exist_ok=True)
 
   _step("1/6 Corpus: the bundled sample (Korean LibreOffice help, English Botchan and Wikipedia)")

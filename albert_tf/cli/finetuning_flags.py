@@ -80,7 +80,8 @@ def define_task_flags():
   flags.DEFINE_bool("tsv_has_header", False, "tsv task: the first row of each file is a header.")
   flags.DEFINE_bool("tsv_is_regression", False, "tsv task: the label is a number to predict.")
   flags.DEFINE_list("tsv_label_list", None, "tsv task: the class labels in id order (default: the train "
-                    "split's labels, sorted).")
+                    "split's labels, sorted; numbers that look like a score's values, not classes, are refused "
+                    "then).")
   flags.DEFINE_float("tsv_label_threshold", None, "tsv task: binary classes from a numeric score: 1 if "
                      "score > threshold, else 0.")
   flags.DEFINE_bool("tsv_test_has_labels", True, "tsv task: test.tsv has the label column too.")

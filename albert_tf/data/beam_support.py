@@ -24,14 +24,6 @@ def gfile():
   return tf.io.gfile
 
 
-def make_work_dir(output_files: Sequence[str]) -> str:
-  """Creates the outputs' folders (local or gs://) and a work directory beside the first output, after
-  removing what killed runs on this host left in local ones; returns the work directory."""
-  work_dir = pretraining_corpus.work_dir_path(pretraining_corpus.make_output_dirs(output_files)[0])
-  gfile().makedirs(work_dir)
-  return work_dir
-
-
 class ConcatenateParts(beam.DoFn):
   """(output key, [(order, part file)]) → the part files concatenated in order into the output's partial file,
   the parts removed; emits the key. TFRecord and text files both concatenate.
@@ -101,20 +93,26 @@ def move_into_place(partials_and_outputs: Sequence[Tuple[str, str]]):
 
 
 @contextlib.contextmanager
-def pipeline_run(partials: Sequence[str], work_dir: str, error_types: Sequence[type] = ()) -> Iterator[None]:
-  """Around a pipeline and the launcher's work after it: our error raised in a worker is raised as itself
-  (see `worker_error`), and on the way out, error or not, the partial files left and the work directory go."""
-  try:
-    yield
-  except Exception as error:  # pylint: disable=broad-except
-    ours = worker_error(error, error_types)
-    if ours is None:
-      raise
-    raise ours from None
-  finally:
+def pipeline_run(output_files: Sequence[str], partials: Sequence[str],
+                 error_types: Sequence[type] = ()) -> Iterator[str]:
+  """Around a pipeline and the launcher's work after it. Creates the outputs' folders (local or gs://) and
+  yields a work directory made beside the first output, after removing what killed runs on this host left in
+  local ones. Our error raised in a worker is raised as itself (see `worker_error`); on the way out, error or
+  not, the partial files left and the work directory go, and after an error the folders it created too."""
+  with pretraining_corpus.output_dirs(output_files) as directories:
+    work_dir = pretraining_corpus.work_dir_path(directories[0])
     files = gfile()
-    for path in partials:
-      if files.exists(path):
-        files.remove(path)
-    if files.exists(work_dir):
-      files.rmtree(work_dir)
+    files.makedirs(work_dir)
+    try:
+      yield work_dir
+    except Exception as error:  # pylint: disable=broad-except
+      ours = worker_error(error, error_types)
+      if ours is None:
+        raise
+      raise ours from None
+    finally:
+      for path in partials:
+        if files.exists(path):
+          files.remove(path)
+      if files.exists(work_dir):
+        files.rmtree(work_dir)

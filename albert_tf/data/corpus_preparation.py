@@ -20,10 +20,10 @@ import os
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.data import pretraining_corpus
-from albert_tf.errors import CorpusError, DataError, InputFileError, OptionError, OutputError
+from albert_tf.errors import CorpusError, DataError, InputFileError, OptionError, OutputError, json_error_text
 from albert_tf.files import check_inputs_and_outputs, file_size, partial_path, read_utf8_lines
 from albert_tf.text import korean_analyzers
-from albert_tf.text.sentence_splitting import AUTO, KOREAN, SentenceSplitter, clean_text
+from albert_tf.text.sentence_splitting import AUTO, KOREAN, SentenceSplitter, check_language, clean_text
 from albert_tf.workers import Progress, ordered_workers
 
 INPUT_FORMATS = ("paragraphs", "lines", "jsonl")
@@ -96,7 +96,7 @@ def read_raw_documents(path: str, options: PreparationOptions) -> Iterator[List[
       try:
         record = json.loads(line)
       except json.JSONDecodeError as error:
-        raise DataError(f"{path}, line {line_number}: not JSON ({error.msg} at column {error.colno}).") from None
+        raise DataError(f"{path}, line {line_number}: not JSON ({json_error_text(error, with_line=False)}).") from None
       if not isinstance(record, dict) or options.text_field not in record:
         raise DataError(f"{path}, line {line_number}: no field {options.text_field!r} (--text_field).")
       text = record[options.text_field]
@@ -142,14 +142,17 @@ def document_digest(sentences: Sequence[str]) -> int:
   return int.from_bytes(hashlib.blake2b(document_text(sentences).encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def check_preparation(input_files: Sequence[str], output_files: Sequence[str], options: PreparationOptions):
+def check_preparation(input_files: Sequence[str], output_files: Sequence[str], options: PreparationOptions,
+                      overwrite: bool = False):
   """What both engines check before any work.
 
   Raises:
     InputFileError: no input file, or one that does not exist.
-    OptionError: bad options; outputs that are inputs or named twice; Korean without the korean extra.
+    OptionError: bad options; outputs that are inputs, named twice, that cannot be written or exist (unless
+      `overwrite`); Korean without the korean extra.
   """
-  check_inputs_and_outputs(input_files, output_files)
+  check_inputs_and_outputs(input_files, output_files, overwrite)
+  check_language(options.language)
   if options.input_format not in INPUT_FORMATS:
     raise OptionError(f"--input_format must be one of {', '.join(INPUT_FORMATS)}, not {options.input_format!r}.")
   if not options.text_field and options.input_format == "jsonl":
@@ -206,7 +209,7 @@ def _raw_blocks(input_files: Sequence[str], options: PreparationOptions) -> Iter
 
 
 def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], options: PreparationOptions,
-                   num_workers: int = 1, progress: bool = True) -> PreparationSummary:
+                   num_workers: int = 1, progress: bool = True, overwrite: bool = False) -> PreparationSummary:
   """Writes the documents of raw text files in Google's pretraining format, split into sentences.
 
   Args:
@@ -215,6 +218,7 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
     options: how documents are read, split and filtered.
     num_workers: processes that clean and split (1: this process); the output does not depend on it.
     progress: print progress lines to stderr.
+    overwrite: replace output files that exist (else they are refused before any work).
 
   Returns:
     The run's counts.
@@ -222,70 +226,70 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
   Raises:
     InputFileError, DataError: an input that cannot be read, is not UTF-8 or not the format (named by file
       and line). CorpusError: nothing left to write. OptionError: bad options, or Korean without the korean
-      extra. OutputError: a shard that cannot be written. In every case no output file is written.
+      extra. OutputError: a shard that cannot be written. In every case no output file (or folder) is written.
   """
-  check_preparation(input_files, output_files, options)
+  check_preparation(input_files, output_files, options, overwrite)
   if num_workers < 1:
     raise OptionError(f"--num_workers must be at least 1, got {num_workers}.")
   if any("://" in path for path in output_files):
     raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
-  pretraining_corpus.make_output_dirs(output_files)
-  # Compressed sizes say little about the text to come: no ETA then.
-  total_bytes = (None if any(path.endswith(".gz") for path in input_files)
-                 else sum(file_size(path) for path in input_files))
-  tracker = Progress("prepare_corpus", progress)
-  summary = PreparationSummary(output_files=list(output_files))
-  partials = [partial_path(path) for path in output_files]
-  writers = []
-  done_bytes = 0
-  seen = set()
+  with pretraining_corpus.output_dirs(output_files):
+    # Compressed sizes say little about the text to come: no ETA then.
+    total_bytes = (None if any(path.endswith(".gz") for path in input_files)
+                   else sum(file_size(path) for path in input_files))
+    tracker = Progress("prepare_corpus", progress)
+    summary = PreparationSummary(output_files=list(output_files))
+    partials = [partial_path(path) for path in output_files]
+    writers = []
+    done_bytes = 0
+    seen = set()
 
-  def write(results, final=False):
-    nonlocal done_bytes
-    for block, num_bytes in results:
-      done_bytes += num_bytes
-      for sentences, dropped in block:
-        summary.documents_read += 1
-        if dropped is None:
-          digest = document_digest(sentences)
-          if digest in seen:
-            dropped = DUPLICATES
-          else:
-            seen.add(digest)
-        if dropped is not None:
-          setattr(summary, dropped, getattr(summary, dropped) + 1)
-          continue
-        writers[summary.documents_written % len(writers)].write(document_text(sentences))
-        summary.documents_written += 1
-        summary.sentences += len(sentences)
-        summary.characters += sum(map(len, sentences))
-    tracker.update(f"documents {summary.documents_read:,} read, {summary.documents_written:,} written | "
-                   f"{done_bytes / 1e6:,.2f} MB at {done_bytes / 1e6 / max(1e-9, tracker.elapsed):.2f} MB/s",
-                   done_bytes, total_bytes, final=final)
+    def write(results, final=False):
+      nonlocal done_bytes
+      for block, num_bytes in results:
+        done_bytes += num_bytes
+        for sentences, dropped in block:
+          summary.documents_read += 1
+          if dropped is None:
+            digest = document_digest(sentences)
+            if digest in seen:
+              dropped = DUPLICATES
+            else:
+              seen.add(digest)
+          if dropped is not None:
+            setattr(summary, dropped, getattr(summary, dropped) + 1)
+            continue
+          writers[summary.documents_written % len(writers)].write(document_text(sentences))
+          summary.documents_written += 1
+          summary.sentences += len(sentences)
+          summary.characters += sum(map(len, sentences))
+      tracker.update(f"documents {summary.documents_read:,} read, {summary.documents_written:,} written | "
+                     f"{done_bytes / 1e6:,.2f} MB at {done_bytes / 1e6 / max(1e-9, tracker.elapsed):.2f} MB/s",
+                     done_bytes, total_bytes, final=final)
 
-  try:
     try:
-      writers.extend(open(path, "w", encoding="utf-8") for path in partials)
-      with ordered_workers(num_workers, _init_worker, (options,)) as tasks:
-        for task in _raw_blocks(input_files, options):
-          write(tasks.submit(_split_block, task))
-        write(tasks.drain(), final=True)
+      try:
+        writers.extend(open(path, "w", encoding="utf-8") for path in partials)
+        with ordered_workers(num_workers, _init_worker, (options,)) as tasks:
+          for task in _raw_blocks(input_files, options):
+            write(tasks.submit(_split_block, task))
+          write(tasks.drain(), final=True)
+        for writer in writers:
+          writer.close()
+      except OSError as error:
+        if isinstance(error, InputFileError):
+          raise
+        raise OutputError(f"Could not write {', '.join(output_files)}: {error.strerror or error}. "
+                          "No output file was written.") from None
+      if not summary.documents_written:
+        raise empty_result_error(input_files, summary)
+      for partial, path in zip(partials, output_files):
+        os.replace(partial, path)
+    finally:
+      _worker.clear()
       for writer in writers:
         writer.close()
-    except OSError as error:
-      if isinstance(error, InputFileError):
-        raise
-      raise OutputError(f"Could not write {', '.join(output_files)}: {error.strerror or error}. "
-                        "No output file was written.") from None
-    if not summary.documents_written:
-      raise empty_result_error(input_files, summary)
-    for partial, path in zip(partials, output_files):
-      os.replace(partial, path)
-  finally:
-    _worker.clear()
-    for writer in writers:
-      writer.close()
-    for path in partials:
-      if os.path.exists(path):
-        os.remove(path)
+      for path in partials:
+        if os.path.exists(path):
+          os.remove(path)
   return summary

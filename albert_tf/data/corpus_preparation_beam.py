@@ -96,12 +96,13 @@ class _WriteFileParts(beam.DoFn):
 
 
 def prepare_corpus_beam(input_files: Sequence[str], output_files: Sequence[str], options: PreparationOptions,
-                        pipeline_args: Sequence[str] = ("--runner=DirectRunner",)) -> PreparationSummary:
+                        pipeline_args: Sequence[str] = ("--runner=DirectRunner",),
+                        overwrite: bool = False) -> PreparationSummary:
   """Writes what `corpus_preparation.prepare_corpus` writes, with an Apache Beam pipeline.
 
   Args:
-    input_files, output_files, options: as for `prepare_corpus`; paths may be local or gs:// (every worker
-      must reach them).
+    input_files, output_files, options, overwrite: as for `prepare_corpus`; paths may be local or gs:// (every
+      worker must reach them).
     pipeline_args: Beam's pipeline options, e.g. ["--runner=DataflowRunner", "--project=...", ...].
 
   Returns:
@@ -111,10 +112,9 @@ def prepare_corpus_beam(input_files: Sequence[str], output_files: Sequence[str],
     As `prepare_corpus`; a worker's error (non-UTF-8 input, a bad JSON line, naming file and line) is raised
     here.
   """
-  corpus_preparation.check_preparation(input_files, output_files, options)
-  work_dir = beam_support.make_work_dir(output_files)
+  corpus_preparation.check_preparation(input_files, output_files, options, overwrite)
   partials = [partial_path(path) for path in output_files]
-  with beam_support.pipeline_run(partials, work_dir, (CorpusError,)):
+  with beam_support.pipeline_run(output_files, partials, (CorpusError,)) as work_dir:
     with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
       kept = (pipeline
               | "InputFiles" >> beam.Create(list(enumerate(input_files)))

@@ -25,20 +25,12 @@ token, so its masks would depend on how many batches an iterator has drawn, not 
 
 import tensorflow as tf
 
-from albert_tf.data.instances import MaskingRecipe
-from albert_tf.errors import OptionError
+from albert_tf.data.instances import MaskingRecipe, check_max_predictions
 
 # Rows of an example's random draws, one value per token position.
 _WORD_ORDER, _NGRAM_SIZE, _MASK_TOKEN, _KEEP_OR_RANDOM, _RANDOM_ID = range(5)
 _NUM_DRAWS = 5
 _VALUES_PER_BLOCK = 4  # float32 values of one Philox block (one counter step)
-
-
-def check_max_predictions(max_seq_length: int, max_predictions_per_seq: int):
-  """The masked positions a sequence can hold: at least one, at most its length."""
-  if not 1 <= max_predictions_per_seq <= max_seq_length:
-    raise OptionError(f"--max_predictions_per_seq must be in [1, --max_seq_length={max_seq_length}] for dynamic "
-                      f"masking, got {max_predictions_per_seq}.")
 
 
 class DynamicMasker:

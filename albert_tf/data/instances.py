@@ -25,6 +25,14 @@ from albert_tf.errors import OptionError
 SINGLE_SEGMENT_POLICIES = ("random_document", "split_sentence", "skip")
 
 
+def check_max_predictions(max_seq_length: int, max_predictions_per_seq: int):
+  """The masked positions a sequence can hold: at least one, at most its length (more are padding in every
+  record, offline or dynamic)."""
+  if not 1 <= max_predictions_per_seq <= max_seq_length:
+    raise OptionError(f"--max_predictions_per_seq must be in [1, --max_seq_length={max_seq_length}], got "
+                      f"{max_predictions_per_seq}; masked_lm_prob × max_seq_length is the usual value.")
+
+
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
   """The flags of Google's tool that shape instances (same names and defaults).
@@ -66,8 +74,7 @@ class InstanceOptions:
     if self.max_seq_length < 8:
       raise OptionError(f"--max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP] plus text), "
                        f"got {self.max_seq_length}.")
-    if self.max_predictions_per_seq < 1:
-      raise OptionError(f"--max_predictions_per_seq must be positive, got {self.max_predictions_per_seq}.")
+    check_max_predictions(self.max_seq_length, self.max_predictions_per_seq)
     if not 0.0 <= self.masked_lm_prob < 1.0:
       raise OptionError(f"--masked_lm_prob must be in [0, 1), got {self.masked_lm_prob}.")
     if not 0.0 <= self.short_seq_prob <= 1.0:

@@ -162,13 +162,14 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
                                  dupe_factor: int = 40, random_seed: int = 12345,
                                  eval_output_files: Sequence[str] = (), eval_fraction: float = 0.0,
                                  memory_bytes: int = 1 << 30,
-                                 pipeline_args: Sequence[str] = ("--runner=DirectRunner",)) -> Dict[str, DataSummary]:
+                                 pipeline_args: Sequence[str] = ("--runner=DirectRunner",),
+                                 overwrite: bool = False) -> Dict[str, DataSummary]:
   """Writes the records `pretraining_writer.create_pretraining_data` writes, with an Apache Beam pipeline.
 
   Args:
     input_files, output_files, tokenizer_spec, options, dupe_factor, random_seed, eval_output_files,
-      eval_fraction: as for `pretraining_writer.create_pretraining_data`; paths may be local or gs://
-      (every worker must reach them).
+      eval_fraction, overwrite: as for `pretraining_writer.create_pretraining_data`; paths may be local or
+      gs:// (every worker must reach them).
     memory_bytes: about the most bytes of records one worker holds: one shuffle bucket.
     pipeline_args: Beam's pipeline options, e.g. ["--runner=DataflowRunner", "--project=...", ...].
 
@@ -179,10 +180,9 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
     As `create_pretraining_data`; a worker's DataError (non-UTF-8 input, naming file and line) is raised here.
   """
   model_bytes = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
-                                             dupe_factor, tokenizer_spec)
+                                             dupe_factor, tokenizer_spec, overwrite)
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
-  work_dir = beam_support.make_work_dir([path for split in splits for path in shards[split]])
   partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
   maker_args = (model_bytes, tokenizer_spec, options, random_seed)
   input_bytes = sum(file_size(path) for path in input_files)
@@ -191,8 +191,8 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
       pretraining_corpus.estimated_record_bytes(input_bytes // 2, dupe_factor, options), memory_bytes,
       max_bits=16)
 
-  with beam_support.pipeline_run([path for paths in partials.values() for path in paths], work_dir,
-                                 (CorpusError,)):
+  with beam_support.pipeline_run([path for split in splits for path in shards[split]],
+                                 [path for paths in partials.values() for path in paths], (CorpusError,)) as work_dir:
     with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
       read = (pipeline
               | "InputFiles" >> beam.Create(list(enumerate(input_files)))

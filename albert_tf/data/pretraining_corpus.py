@@ -17,6 +17,7 @@ when or where it runs:
   engine.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -33,7 +34,7 @@ from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
                                       is_start_piece, plan_segment_pairs)
 from albert_tf.errors import InputFileError, OptionError
-from albert_tf.files import check_inputs_and_outputs, file_exists, make_directory, read_bytes, read_utf8_lines
+from albert_tf.files import check_inputs_and_outputs, file_exists, output_folders, read_bytes, read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 TRAIN, EVAL = "train", "eval"
@@ -224,15 +225,16 @@ def work_dir_path(directory: str) -> str:
   return f"{directory.rstrip('/')}/.albert_data_work-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-def make_output_dirs(output_files: Sequence[str]) -> List[str]:
+@contextlib.contextmanager
+def output_dirs(output_files: Sequence[str]) -> Iterator[List[str]]:
   """Creates the folders of `output_files` (local or gs://) and removes what killed runs on this host left in the
-  local ones (`remove_stale_work`); returns the folders, sorted."""
+  local ones (`remove_stale_work`); yields the folders, sorted. A run that fails inside the block leaves none of
+  the folders it created (`files.output_folders`)."""
   directories = sorted({path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(os.path.abspath(path))
                         for path in output_files})
-  for directory in directories:
-    make_directory(directory)
-  remove_stale_work([directory for directory in directories if "://" not in directory])
-  return directories
+  with output_folders(directories):
+    remove_stale_work([directory for directory in directories if "://" not in directory])
+    yield directories
 
 
 def remove_stale_work(directories: Sequence[str]):
@@ -265,7 +267,7 @@ def tokenizer_of(tokenizer_spec: TokenizerSpec, model_proto: bytes) -> SentenceP
 
 
 def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_output_files: Sequence[str],
-              eval_fraction: float, dupe_factor: int, tokenizer_spec: TokenizerSpec) -> bytes:
+              eval_fraction: float, dupe_factor: int, tokenizer_spec: TokenizerSpec, overwrite: bool = False) -> bytes:
   """Checks what both engines check before any work: inputs, outputs, the held-out share, the vocabulary.
 
   Returns:
@@ -273,11 +275,12 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
 
   Raises:
     InputFileError: no input file, or one that does not exist.
-    OptionError: no output file, an output that is also an input or named twice, a held-out share without
-      eval outputs (or the other way round), a `dupe_factor` below 1.
+    OptionError: no output file, an output that is also an input, named twice, that cannot be written or exists
+      (unless `overwrite`), a held-out share without eval outputs (or the other way round), a `dupe_factor`
+      below 1.
     InputFileError, DataError: a SentencePiece model that cannot be read, or without [CLS]/[SEP]/[MASK].
   """
-  check_inputs_and_outputs(input_files, list(output_files) + list(eval_output_files))
+  check_inputs_and_outputs(input_files, list(output_files) + list(eval_output_files), overwrite)
   if not output_files:
     raise OptionError("No output files.")
   if not 0.0 <= eval_fraction < 1.0:

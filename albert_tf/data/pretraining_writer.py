@@ -123,7 +123,8 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
                             tokenizer_spec: TokenizerSpec, options: InstanceOptions,
                             dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
                             eval_output_files: Sequence[str] = (), eval_fraction: float = 0.0,
-                            memory_bytes: int = DEFAULT_MEMORY_BYTES, progress: bool = True) -> Dict[str, DataSummary]:
+                            memory_bytes: int = DEFAULT_MEMORY_BYTES, progress: bool = True,
+                            overwrite: bool = False) -> Dict[str, DataSummary]:
   """Writes Google-format ALBERT pretraining TFRecords, globally shuffled.
 
   Args:
@@ -139,6 +140,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
       random segments B come from held-out documents only, and the training records' from training ones.
     memory_bytes: the shuffle's memory budget: the most bytes of records held at once by the main process.
     progress: print progress lines to stderr.
+    overwrite: replace output files that exist (else they are refused before any work).
 
   Returns:
     The `DataSummary` of each split written ("train", and "eval" with `eval_fraction`).
@@ -147,107 +149,107 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     InputFileError: an input file is missing or cannot be read.
     CorpusError: non-UTF-8 input (file and line named), a corpus (or held-out share) without instances.
     OptionError: bad flags; DataError: a SentencePiece model without [CLS]/[SEP]/[MASK].
-    OutputError: an output that cannot be written (a full disk); nothing is left behind.
+    OutputError: an output that cannot be written (a full disk); nothing is left behind, folders included.
   """
   model_proto = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
-                                             dupe_factor, tokenizer_spec)
+                                             dupe_factor, tokenizer_spec, overwrite)
   if num_workers < 1 or memory_bytes < 1:
     raise OptionError("--num_workers and the shuffle memory budget must be positive.")
   if any("://" in path for path in list(output_files) + list(eval_output_files)):
     raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
-  output_dirs = pretraining_corpus.make_output_dirs([path for paths in shards.values() for path in paths])
+  with pretraining_corpus.output_dirs([path for paths in shards.values() for path in paths]) as output_dirs:
 
-  tracker = Progress("create_pretraining_data", progress)
-  work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
-  os.makedirs(work_dir)
-  partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
-  init_args = (tokenizer_spec, model_proto, options, random_seed, work_dir)
-  try:
-    with ordered_workers(num_workers, _init_worker, init_args) as tasks:
-      # 1. Tokenize into one token store per split.
-      stores = {split: TokenStoreWriter(os.path.join(work_dir, f"tokens-{split}"), TOKENS_PER_BLOCK)
-                for split in splits}
+    tracker = Progress("create_pretraining_data", progress)
+    work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
+    os.makedirs(work_dir)
+    partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
+    init_args = (tokenizer_spec, model_proto, options, random_seed, work_dir)
+    try:
+      with ordered_workers(num_workers, _init_worker, init_args) as tasks:
+        # 1. Tokenize into one token store per split.
+        stores = {split: TokenStoreWriter(os.path.join(work_dir, f"tokens-{split}"), TOKENS_PER_BLOCK)
+                  for split in splits}
 
-      def store(results, final=False):
-        for split, tokens, sentence_lengths, document_sentences in results:
-          _written(f"the token store in {work_dir}", stores[split].append, tokens, sentence_lengths,
-                   document_sentences)
-        tracker.update(f"tokenizing | documents {sum(s.num_documents for s in stores.values()):,} | tokens "
-                       f"{sum(s.num_tokens for s in stores.values()):,}", final=final)
+        def store(results, final=False):
+          for split, tokens, sentence_lengths, document_sentences in results:
+            _written(f"the token store in {work_dir}", stores[split].append, tokens, sentence_lengths,
+                     document_sentences)
+          tracker.update(f"tokenizing | documents {sum(s.num_documents for s in stores.values()):,} | tokens "
+                         f"{sum(s.num_tokens for s in stores.values()):,}", final=final)
 
-      for split, documents in _text_blocks(input_files, random_seed, eval_fraction if EVAL in splits else 0):
-        store(tasks.submit(_tokenize_block, (split, documents)))
-      store(tasks.drain(), final=True)
-      for writer in stores.values():
-        writer.close()
-      if not stores[TRAIN].num_documents:
-        raise CorpusError(f"No text in {', '.join(input_files)}: the corpus is empty (or only blank lines).")
-      if EVAL in splits and not stores[EVAL].num_documents:
-        raise CorpusError(f"No document was held out with --eval_fraction={eval_fraction}: the corpus has "
-                          f"{stores[TRAIN].num_documents} documents; raise the fraction.")
+        for split, documents in _text_blocks(input_files, random_seed, eval_fraction if EVAL in splits else 0):
+          store(tasks.submit(_tokenize_block, (split, documents)))
+        store(tasks.drain(), final=True)
+        for writer in stores.values():
+          writer.close()
+        if not stores[TRAIN].num_documents:
+          raise CorpusError(f"No text in {', '.join(input_files)}: the corpus is empty (or only blank lines).")
+        if EVAL in splits and not stores[EVAL].num_documents:
+          raise CorpusError(f"No document was held out with --eval_fraction={eval_fraction}: the corpus has "
+                            f"{stores[TRAIN].num_documents} documents; raise the fraction.")
 
-      # 2. Instances of every pass, scattered into shuffle buckets.
-      summaries = {split: DataSummary(documents=stores[split].num_documents, output_files=shards[split],
-                                      dynamic_masking=options.dynamic_masking)
-                   for split in splits}
-      buckets = {split: ShuffleBuckets(os.path.join(work_dir, f"buckets-{split}"), pretraining_corpus.bucket_bits(
-          pretraining_corpus.estimated_record_bytes(stores[split].num_tokens, dupe_factor, options),
-          memory_bytes)) for split in splits}
-      total_documents = dupe_factor * sum(s.num_documents for s in stores.values())
-      documents_done = 0
-      tracker.phase()
+        # 2. Instances of every pass, scattered into shuffle buckets.
+        summaries = {split: DataSummary(documents=stores[split].num_documents, output_files=shards[split],
+                                        dynamic_masking=options.dynamic_masking)
+                     for split in splits}
+        buckets = {split: ShuffleBuckets(os.path.join(work_dir, f"buckets-{split}"), pretraining_corpus.bucket_bits(
+            pretraining_corpus.estimated_record_bytes(stores[split].num_tokens, dupe_factor, options),
+            memory_bytes)) for split in splits}
+        total_documents = dupe_factor * sum(s.num_documents for s in stores.values())
+        documents_done = 0
+        tracker.phase()
 
-      def scatter(results):
-        nonlocal documents_done
-        for split, chunks, num_records, block_summary in results:
-          _written(f"the shuffle buckets in {work_dir}", buckets[split].append, chunks, num_records)
-          summaries[split].add(block_summary)
-          documents_done += block_summary.documents
-          tracker.update(f"instances | documents {documents_done:,}/{total_documents:,} of {dupe_factor} "
-                         f"passes | instances {sum(s.instances for s in summaries.values()):,}", documents_done,
-                         total_documents, final=documents_done == total_documents)
+        def scatter(results):
+          nonlocal documents_done
+          for split, chunks, num_records, block_summary in results:
+            _written(f"the shuffle buckets in {work_dir}", buckets[split].append, chunks, num_records)
+            summaries[split].add(block_summary)
+            documents_done += block_summary.documents
+            tracker.update(f"instances | documents {documents_done:,}/{total_documents:,} of {dupe_factor} "
+                           f"passes | instances {sum(s.instances for s in summaries.values()):,}", documents_done,
+                           total_documents, final=documents_done == total_documents)
 
-      for pass_index in range(dupe_factor):
+        for pass_index in range(dupe_factor):
+          for split in splits:
+            for block in stores[split].blocks:
+              scatter(tasks.submit(_make_block, (split, pass_index, block, buckets[split].bits)))
+        scatter(tasks.drain())
         for split in splits:
-          for block in stores[split].blocks:
-            scatter(tasks.submit(_make_block, (split, pass_index, block, buckets[split].bits)))
-      scatter(tasks.drain())
-      for split in splits:
-        buckets[split].close()
-        if not summaries[split].instances:
-          raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these "
-                            "flags.")
+          buckets[split].close()
+          if not summaries[split].instances:
+            raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these "
+                              "flags.")
 
-      # 3. Every record in shuffled order, dealt round-robin to the shards.
-      import tensorflow as tf  # only this process writes TFRecords
-      tracker.phase()
-      total_records, records_done = sum(b.num_records for b in buckets.values()), 0
+        # 3. Every record in shuffled order, dealt round-robin to the shards.
+        import tensorflow as tf  # only this process writes TFRecords
+        tracker.phase()
+        total_records, records_done = sum(b.num_records for b in buckets.values()), 0
+        for split in splits:
+          try:
+            writers = [tf.io.TFRecordWriter(path) for path in partials[split]]
+            for rank, record in enumerate(buckets[split].records_in_order(memory_bytes)):
+              writers[rank % len(writers)].write(record)
+              records_done += 1
+              if records_done % 4096 == 0 or records_done == total_records:
+                tracker.update(f"writing | records {records_done:,}/{total_records:,}", records_done,
+                               total_records, final=records_done == total_records)
+            for writer in writers:
+              writer.close()
+          except (OSError, tf.errors.OpError) as error:
+            raise OutputError(f"Could not write {', '.join(shards[split])}: "
+                              f"{getattr(error, 'message', error)}. No output file was written.") from None
       for split in splits:
-        try:
-          writers = [tf.io.TFRecordWriter(path) for path in partials[split]]
-          for rank, record in enumerate(buckets[split].records_in_order(memory_bytes)):
-            writers[rank % len(writers)].write(record)
-            records_done += 1
-            if records_done % 4096 == 0 or records_done == total_records:
-              tracker.update(f"writing | records {records_done:,}/{total_records:,}", records_done,
-                             total_records, final=records_done == total_records)
-          for writer in writers:
-            writer.close()
-        except (OSError, tf.errors.OpError) as error:
-          raise OutputError(f"Could not write {', '.join(shards[split])}: "
-                            f"{getattr(error, 'message', error)}. No output file was written.") from None
-    for split in splits:
-      for partial, path in zip(partials[split], shards[split]):
-        os.replace(partial, path)
-  finally:
-    for store_reader in _worker.get("stores", {}).values():
-      store_reader.close()
-    _worker.clear()
-    for paths in partials.values():
-      for path in paths:
-        if os.path.exists(path):
-          os.remove(path)
-    shutil.rmtree(work_dir, ignore_errors=True)
+        for partial, path in zip(partials[split], shards[split]):
+          os.replace(partial, path)
+    finally:
+      for store_reader in _worker.get("stores", {}).values():
+        store_reader.close()
+      _worker.clear()
+      for paths in partials.values():
+        for path in paths:
+          if os.path.exists(path):
+            os.remove(path)
+      shutil.rmtree(work_dir, ignore_errors=True)
   return summaries

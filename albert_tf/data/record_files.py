@@ -1,4 +1,5 @@
-"""Pretraining record files: checking that they fit the model's lengths, and counting their records.
+"""Pretraining record files: checking that they fit the model's lengths, and reading them whole for their record
+counts and largest token ids.
 
 Masked records have the layout of Google's `create_pretraining_data.py`, which our own data tool writes too:
 `input_ids`, `input_mask`, `segment_ids` (and, optionally, `token_boundary`) of `max_seq_length` values,
@@ -9,6 +10,7 @@ records (`--dynamic_masking`) have the token features with `token_boundary`, the
 """
 
 import concurrent.futures
+import dataclasses
 import json
 import re
 import uuid
@@ -55,10 +57,13 @@ def feature_lengths(max_seq_length: int, max_predictions_per_seq: int, masked: b
   return {name: flag_values.get(length, length) for name, (_, length) in features.items()}
 
 
-def _corrupt_file_error(path: str, error: tf.errors.DataLossError) -> DataError:
+def _tensorflow_reason(error: tf.errors.OpError) -> str:
   # TF's message is wrapped in op details such as "{{function_node ...}} ... [Op:IteratorGetNext]".
-  reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*$", "", error.message)
-  return DataError(f"{path}: corrupt record, damaged or not a TFRecord file ({reason}).")
+  return re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*$", "", error.message)
+
+
+def _corrupt_file_error(path: str, error: tf.errors.DataLossError) -> DataError:
+  return DataError(f"{path}: corrupt record, damaged or not a TFRecord file ({_tensorflow_reason(error)}).")
 
 
 def _first_record_features(path: str):
@@ -132,16 +137,49 @@ def check_pretraining_records(files: Sequence[str], max_seq_length: int,
   return first_recipe
 
 
+# The features that hold token ids: each must be an id of the model's vocabulary.
+_TOKEN_ID_FEATURES = ("input_ids", "masked_lm_ids")
+# Records parsed at once when a file is read whole.
+_READ_BATCH = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordFileStats:
+  """What reading a record file whole finds, and the size and modification time (in ns) of the file then: a
+  cached entry holds for the file while both are unchanged (a file rewritten with the same size within the file
+  system's mtime resolution, a second on some, would not be read again)."""
+
+  records: int
+  largest_token_id: int  # in `input_ids` and `masked_lm_ids`; -1 in a file without records
+  size: int
+  mtime_nsec: int
+
+
+_STATS_FIELDS = {field.name for field in dataclasses.fields(RecordFileStats)}
+
+
 def _fingerprint(path: str) -> Dict[str, int]:
   stat = tf.io.gfile.stat(path)
   return {"size": stat.length, "mtime_nsec": stat.mtime_nsec}
 
 
-def _count_file(path: str) -> int:
+def _read_file_stats(path: str, fingerprint: Dict[str, int]) -> RecordFileStats:
+  token_ids = {name: tf.io.VarLenFeature(tf.int64) for name in _TOKEN_ID_FEATURES}
+
+  def batch_stats(serialized):
+    features = tf.io.parse_example(serialized, token_ids)
+    largest = tf.reduce_max(tf.concat([features[name].values for name in _TOKEN_ID_FEATURES], 0))
+    return tf.size(serialized, tf.int64), largest
+
   try:
-    return int(tf.data.TFRecordDataset(path).reduce(np.int64(0), lambda count, _: count + 1))
+    records, largest = tf.data.TFRecordDataset(path).batch(_READ_BATCH).map(batch_stats).reduce(
+        (np.int64(0), np.int64(-1)), lambda total, batch: (total[0] + batch[0], tf.maximum(total[1], batch[1])))
   except tf.errors.DataLossError as error:
     raise _corrupt_file_error(path, error) from None
+  except (tf.errors.InvalidArgumentError, UnicodeDecodeError) as error:  # TF's message quotes the record's bytes
+    reason = f" ({_tensorflow_reason(error)})" if isinstance(error, tf.errors.OpError) else ""
+    raise DataError(f"{path}: a record is not a tf.train.Example of integer token ids{reason}.") from None
+  return RecordFileStats(int(records), int(largest), **fingerprint)
 
 
 def _read_count_cache(cache_file: str) -> Dict[str, dict]:
@@ -163,15 +201,52 @@ def _write_count_cache(cache_file: str, cache: Dict[str, dict]) -> None:
   tf.io.gfile.rename(partial, cache_file, overwrite=True)
 
 
+def read_record_stats(files: Sequence[str], cache_file: Optional[str] = None) -> Dict[str, RecordFileStats]:
+  """The records of each TFRecord file and the largest token id they hold, found by reading the files whole, in
+  parallel; it writes nothing (`write_record_stats` caches what it found).
+
+  Args:
+    files: TFRecord files, local or gs:// paths.
+    cache_file: optional JSON file of earlier stats, by path (see `RecordFileStats`): an unchanged file is not
+      read again.
+
+  Returns:
+    The stats of each file, by path.
+
+  Raises:
+    DataError: naming a file that holds a corrupt record, or one that is not a `tf.train.Example`.
+  """
+  cache = _read_count_cache(cache_file) if cache_file else {}
+  with concurrent.futures.ThreadPoolExecutor(_COUNTING_THREADS) as pool:
+    fingerprints = dict(zip(files, pool.map(_fingerprint, files)))
+    stats = {}
+    for path in files:
+      cached = cache.get(path, {})
+      if cached.keys() == _STATS_FIELDS and all(cached[key] == value for key, value in fingerprints[path].items()):
+        stats[path] = RecordFileStats(**cached)
+    to_read = [path for path in files if path not in stats]
+    if to_read:
+      logging.info("Counting the records of %d file(s).", len(to_read))
+      stats.update(zip(to_read, pool.map(lambda path: _read_file_stats(path, fingerprints[path]), to_read)))
+  return {path: stats[path] for path in files}
+
+
+def write_record_stats(cache_file: str, stats: Dict[str, RecordFileStats]) -> None:
+  """Records `stats` in `cache_file` (see `read_record_stats`), keeping the entries of other files; a cache that
+  holds them already is left as it is."""
+  cache = _read_count_cache(cache_file)
+  entries = {path: dataclasses.asdict(file_stats) for path, file_stats in stats.items()}
+  if any(cache.get(path) != entry for path, entry in entries.items()):
+    cache.update(entries)
+    _write_count_cache(cache_file, cache)
+
+
 def count_records(files: Sequence[str], cache_file: Optional[str] = None) -> Dict[str, int]:
   """The number of records in each TFRecord file, counted by reading the files in parallel.
 
   Args:
     files: TFRecord files, local or gs:// paths.
-    cache_file: optional JSON file of earlier counts, keyed by path and kept with each file's size and
-      modification time. Counts of unchanged files are taken from it; the other files are counted and
-      the cache rewritten, keeping the entries of files not asked about. A file rewritten with the same
-      size within the file system's mtime resolution (a second on some) would not be counted again.
+    cache_file: optional JSON file of earlier counts (see `read_record_stats`), updated with the files read.
 
   Returns:
     The number of records of each file, by path.
@@ -179,19 +254,7 @@ def count_records(files: Sequence[str], cache_file: Optional[str] = None) -> Dic
   Raises:
     ValueError: naming a file that holds a corrupt record.
   """
-  cache = _read_count_cache(cache_file) if cache_file else {}
-  with concurrent.futures.ThreadPoolExecutor(_COUNTING_THREADS) as pool:
-    fingerprints = dict(zip(files, pool.map(_fingerprint, files)))
-    counts = {}
-    for path in files:
-      cached = cache.get(path, {})
-      if all(cached.get(key) == value for key, value in fingerprints[path].items()):
-        counts[path] = cached["records"]
-    to_count = [path for path in files if path not in counts]
-    if to_count:
-      logging.info("Counting the records of %d file(s).", len(to_count))
-      counts.update(zip(to_count, pool.map(_count_file, to_count)))
-  if cache_file and to_count:
-    cache.update({path: dict(fingerprints[path], records=counts[path]) for path in to_count})
-    _write_count_cache(cache_file, cache)
-  return {path: counts[path] for path in files}
+  stats = read_record_stats(files, cache_file)
+  if cache_file:
+    write_record_stats(cache_file, stats)
+  return {path: file_stats.records for path, file_stats in stats.items()}

@@ -18,7 +18,7 @@ import math
 import os
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.errors import DataError, InputFileError, TaskError
+from albert_tf.errors import DataError, InputFileError, TaskError, json_error_text
 from albert_tf.files import read_utf8_lines
 
 SPLITS = ("train", "dev", "test")
@@ -218,7 +218,7 @@ def _read_json_examples(path: str, guid_prefix: str, fields: JsonFields,
   try:
     records = json.loads(text)
   except json.JSONDecodeError as error:
-    raise TaskError(f"{path}, line {error.lineno}: not valid JSON ({error.msg} at column {error.colno}); the "
+    raise TaskError(f"{path}, line {error.lineno}: not valid JSON ({json_error_text(error, with_line=False)}); the "
                     "task reads one JSON array of records, as KLUE's files are.") from None
   if not isinstance(records, list):
     raise TaskError(f"{path}: a JSON {_JSON_TYPES[type(records)]}; the task reads a JSON array of records, as "

@@ -11,9 +11,8 @@ import os
 import shutil
 from typing import Dict, Optional, Sequence, Tuple
 
-import tensorflow as tf
-
 from albert_tf.errors import CheckpointMismatchError, InputFileError, OptionError
+from albert_tf.files import check_output_folder
 from albert_tf.interop import huggingface
 from albert_tf.interop.source_tensors import SPM_FILE, Conversion, fill_variables, recorded_tokenizer_options
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -52,13 +51,14 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
 
   Raises:
     FileNotFoundError: no checkpoint or config where given or expected.
+    DataError: the checkpoint's files are truncated or corrupt.
     CheckpointMismatchError: listing every variable that does not fit the config.
   """
   prefix = checkpoint_lib.resolve_checkpoint_path(path)
   directory = os.path.dirname(prefix)
   config_file = _config_file(directory, albert_config_file)
   config = AlbertConfig.from_json_file(config_file)
-  reader = tf.train.load_checkpoint(prefix)
+  reader = checkpoint_lib.CheckpointReader(prefix)
   shapes = reader.get_variable_to_shape_map()
   if checkpoint_lib.OBJECT_GRAPH_KEY in shapes:
     raise CheckpointMismatchError(
@@ -129,7 +129,7 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
   Raises:
     FileNotFoundError: no checkpoint, weights or config where given or expected.
     OptionError: `albert_config_file` given with a Hugging Face folder.
-    CheckpointMismatchError, AlbertConfigError: as `convert_google_checkpoint` and `convert_hf_folder`.
+    DataError, CheckpointMismatchError, AlbertConfigError: as `convert_google_checkpoint` and `convert_hf_folder`.
   """
   if os.path.isdir(path) and huggingface.is_hf_folder(path):
     if albert_config_file:
@@ -137,7 +137,7 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
                         "--albert_config_file.")
     return huggingface.convert_hf_folder(path, spm_model_file)
   prefix = checkpoint_lib.resolve_checkpoint_path(path)
-  if checkpoint_lib.OBJECT_GRAPH_KEY not in tf.train.load_checkpoint(prefix).get_variable_to_shape_map():
+  if checkpoint_lib.OBJECT_GRAPH_KEY not in checkpoint_lib.CheckpointReader(prefix).get_variable_to_shape_map():
     return convert_google_checkpoint(prefix, albert_config_file, spm_model_file)
   directory = os.path.dirname(prefix)
   config = AlbertConfig.from_json_file(_config_file(directory, albert_config_file))
@@ -150,21 +150,20 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
 
 # --- Writing -----------------------------------------------------------------------------------------------
 
-def check_output_dir(output_dir: str, other_files: Sequence[str] = ()) -> None:
-  """Refuses a directory that already holds one of `other_files` or a checkpoint, so that nothing written is
-  lost."""
-  for name, path in [(name, name) for name in other_files] + [(CHECKPOINT_NAME, f"{CHECKPOINT_NAME}.index")]:
-    if os.path.exists(os.path.join(output_dir, path)):
-      raise OptionError(f"{output_dir} already holds {name}; choose another --output_dir (nothing was written).")
+def check_output_dir(output_dir: str, other_files: Sequence[str] = (), overwrite: bool = False) -> None:
+  """Refuses, before any work, a directory that cannot be written or already holds a checkpoint, its config or
+  one of `other_files` (unless `overwrite`), so that nothing written is lost."""
+  check_output_folder(output_dir, [*other_files, f"{CHECKPOINT_NAME}.index", CONFIG_FILE], overwrite)
 
 
-def write_conversion(conversion: Conversion, output_dir: str) -> Dict[str, str]:
-  """Writes `model.ckpt` (readable by `restore_checkpoint`), `albert_config.json` and `spiece.model`.
+def write_conversion(conversion: Conversion, output_dir: str, overwrite: bool = False) -> Dict[str, str]:
+  """Writes `model.ckpt` (readable by `restore_checkpoint`), `albert_config.json` and `spiece.model`; a
+  checkpoint or config already in `output_dir` is replaced with `overwrite`, else refused.
 
   Returns:
     The paths written, by file name.
   """
-  check_output_dir(output_dir)
+  check_output_dir(output_dir, overwrite=overwrite)
   if conversion.spm_model_file:
     SentencePieceTokenizer(conversion.spm_model_file)  # fails on a bad model before anything is written
   paths = {name: os.path.join(output_dir, name) for name in (CHECKPOINT_NAME, CONFIG_FILE)}
@@ -179,7 +178,7 @@ def write_conversion(conversion: Conversion, output_dir: str) -> Dict[str, str]:
 
 
 def convert(source_format: str, source: str, output_dir: str, albert_config_file: Optional[str] = None,
-            spm_model_file: Optional[str] = None) -> Tuple[Conversion, Dict[str, str]]:
+            spm_model_file: Optional[str] = None, overwrite: bool = False) -> Tuple[Conversion, Dict[str, str]]:
   """Converts `source` and writes the result to `output_dir`; nothing is written unless conversion succeeds.
 
   See `convert_google_checkpoint`, `convert_hf_folder` and `write_conversion`.
@@ -187,7 +186,7 @@ def convert(source_format: str, source: str, output_dir: str, albert_config_file
   Returns:
     The conversion and the paths written, by file name.
   """
-  check_output_dir(output_dir)  # before the work, not only before the writing
+  check_output_dir(output_dir, overwrite=overwrite)  # before the work, not only before the writing
   if source_format == "google":
     conversion = convert_google_checkpoint(source, albert_config_file, spm_model_file)
   elif source_format == "hf":
@@ -197,7 +196,7 @@ def convert(source_format: str, source: str, output_dir: str, albert_config_file
     conversion = huggingface.convert_hf_folder(source, spm_model_file)
   else:
     raise OptionError(f"--source_format must be one of {', '.join(SOURCE_FORMATS)}, got {source_format!r}.")
-  return conversion, write_conversion(conversion, output_dir)
+  return conversion, write_conversion(conversion, output_dir, overwrite)
 
 
 def summary(conversion: Conversion, paths: Dict[str, str]) -> str:

@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from albert_tf.errors import DataError, InputFileError
+from albert_tf.errors import DataError, InputFileError, json_error_text
 
 _WRITE_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
                        np.dtype(np.int32): "I32"}
@@ -39,19 +39,35 @@ def write_safetensors(path: str, tensors: Dict[str, np.ndarray], metadata: Optio
 
 
 def read_safetensors(path: str) -> Dict[str, np.ndarray]:
-  """Reads a safetensors file: floats (F32, F16, BF16) as float32 arrays, integers as they are."""
+  """Reads a safetensors file: floats (F32, F16, BF16) as float32 arrays, integers as they are.
+
+  Raises:
+    DataError: naming the file, when it is not a safetensors file or is cut short.
+  """
   with open(path, "rb") as reader:
-    header_size = struct.unpack("<Q", reader.read(8))[0]
-    header = json.loads(reader.read(header_size))
-    data = reader.read()
+    content = reader.read()
+  # The header's size is checked against the file's: in a file of another kind its first 8 bytes may say anything.
+  if len(content) < 8 or (header_size := struct.unpack("<Q", content[:8])[0]) > len(content) - 8:
+    raise DataError(f"{path}: not a safetensors file, or cut short (the header its first 8 bytes announce does not "
+                    f"fit in its {len(content)} bytes).")
+  try:
+    header = json.loads(content[8:8 + header_size])
+  except ValueError as error:  # not UTF-8, or not JSON
+    raise DataError(f"{path}: not a safetensors file (its header is not JSON: {error}).") from None
+  if not isinstance(header, dict):
+    raise DataError(f"{path}: not a safetensors file (its header is not a JSON object).")
+  data = memoryview(content)[8 + header_size:]
   tensors = {}
   for name, entry in header.items():
     if name == "__metadata__":
       continue
     if entry["dtype"] not in _READ_DTYPES:
       raise DataError(f"{path}: cannot read {name} of dtype {entry['dtype']}.")
-    start, end = entry["data_offsets"]
-    array = np.frombuffer(data[start:end], _READ_DTYPES[entry["dtype"]]).reshape(entry["shape"])
+    dtype, (start, end) = _READ_DTYPES[entry["dtype"]], entry["data_offsets"]
+    if not 0 <= start <= end <= len(data) or end - start != np.prod(entry["shape"]) * dtype.itemsize:
+      raise DataError(f"{path}: {name} {entry['shape']} does not fit its bytes {start} to {end} of the {len(data)} "
+                      "after the header: the file is cut short or corrupt.")
+    array = np.frombuffer(data[start:end], dtype).reshape(entry["shape"])
     if entry["dtype"] == "BF16":  # bfloat16 is the top half of a float32
       array = (array.astype(np.uint32) << 16).view(np.float32)
     native = np.float32 if array.dtype.kind == "f" else array.dtype.newbyteorder("=")
@@ -68,8 +84,14 @@ def read_hf_weights(folder: str) -> Dict[str, np.ndarray]:
   if os.path.isfile(safetensors_file):
     return read_safetensors(safetensors_file)
   if os.path.isfile(index_file):
-    with open(index_file, encoding="utf-8") as reader:
-      shards = sorted(set(json.load(reader)["weight_map"].values()))
+    with open(index_file, "rb") as reader:
+      try:
+        shards = sorted(set(json.loads(reader.read())["weight_map"].values()))
+      except json.JSONDecodeError as error:
+        raise DataError(f"{index_file}: not valid JSON ({json_error_text(error)}).") from None
+      except (UnicodeDecodeError, TypeError, KeyError, AttributeError):
+        raise DataError(f"{index_file}: not a safetensors index (a JSON object whose weight_map names each "
+                        "tensor's shard).") from None
     tensors = {}
     for shard in shards:
       tensors.update(read_safetensors(os.path.join(folder, shard)))
@@ -86,6 +108,9 @@ def _read_pytorch_weights(path: str) -> Dict[str, np.ndarray]:
   except ImportError:
     raise DataError(f"Reading {path} needs PyTorch (pip install torch); a folder with model.safetensors "
                     "needs nothing more.") from None
-  state_dict = torch.load(path, map_location="cpu", weights_only=True)
+  try:
+    state_dict = torch.load(path, map_location="cpu", weights_only=True)
+  except Exception as error:  # pylint: disable=broad-except; torch raises many types for a damaged file
+    raise DataError(f"{path}: not a PyTorch weights file, or cut short ({error}).") from None
   return {name: (tensor.float() if tensor.is_floating_point() else tensor).numpy()
           for name, tensor in state_dict.items()}

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from albert_tf.errors import AlbertConfigError, InputFileError, OptionError
+from albert_tf.files import check_output_folder
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop import sentence_transformers_folders as st_folders
 from albert_tf.interop.hf_weight_files import read_hf_weights, write_safetensors
@@ -112,9 +113,21 @@ class HfExport:
   sentence_transformers: Optional[st_folders.SentenceTransformersHead] = None
 
 
+# What an export writes that identifies a Hugging Face folder: a folder holding one of them is not written into
+# without `overwrite`.
+HF_FOLDER_FILES = ("config.json", "model.safetensors") + hf_tokenizer.TOKENIZER_FILES
+
+
+def check_hf_output_dir(output_dir: str, overwrite: bool = False):
+  """Refuses, before any work, an `output_dir` that cannot be a folder or already holds a Hugging Face model's
+  files (unless `overwrite`)."""
+  check_output_folder(output_dir, HF_FOLDER_FILES, overwrite)
+
+
 def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
                  tokenizer_options: Optional[options_lib.TokenizerOptions] = None,
-                 parity_text_files: Sequence[str] = (), max_seq_length: Optional[int] = None) -> HfExport:
+                 parity_text_files: Sequence[str] = (), max_seq_length: Optional[int] = None,
+                 overwrite: bool = False) -> HfExport:
   """Writes a Hugging Face folder for a built `AlbertPretrainer` (with or without its SOP head), encoder,
   `AlbertSentenceEncoder`, or fine-tuned model whose task head transformers has a class for (a classifier's
   `AlbertForSequenceClassification` with its labels, ...: see `task_heads.TaskHead.hf_config`).
@@ -125,7 +138,7 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
 
   Args:
     model: the model, with its weights restored.
-    output_dir: created if needed; existing files of the same names are replaced.
+    output_dir: created if needed.
     spm_model_file: the SentencePiece model; adds the tokenizer files when given.
     tokenizer_options: the options the model was trained with; default: what is recorded beside
       `spm_model_file` (see `albert_tf.text.tokenizer_options`).
@@ -133,11 +146,14 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
       pieces and probe lines; see `hf_tokenizer.write_measured_tokenizer_files`.
     max_seq_length: a sentence encoder's: the length sentence-transformers cuts texts to (`[CLS]` and `[SEP]`
       included); default `max_position_embeddings`.
+    overwrite: replace the files of a Hugging Face model `output_dir` holds (else it is refused).
 
   Raises:
-    OptionError: before anything is written: a head transformers or sentence-transformers cannot hold,
-      `max_seq_length` for another model or out of range, another model into a sentence-transformers folder.
+    OptionError: before anything is written: an `output_dir` that holds a model (without `overwrite`) or
+      cannot be written, a head transformers or sentence-transformers cannot hold, `max_seq_length` for
+      another model or out of range, another model into a sentence-transformers folder.
   """
+  check_hf_output_dir(output_dir, overwrite)
   if parity_text_files and not spm_model_file:
     raise OptionError("--parity_text checks the tokenizer files, which need --spm_model_file.")
   if spm_model_file:

@@ -152,7 +152,8 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
                       do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None,
                       init_checkpoint: Optional[str] = None, albert_config_file: Optional[str] = None,
                       parity_text_files: Sequence[str] = (), character_coverage: float = 0.9995,
-                      input_sentence_size: int = 10_000_000, num_threads: Optional[int] = None) -> VocabExtension:
+                      input_sentence_size: int = 10_000_000, num_threads: Optional[int] = None,
+                      overwrite: bool = False) -> VocabExtension:
   """Extends `spm_model_file` with pieces of a corpus or a list, and a checkpoint's vocabulary with it.
 
   Writes `<output_dir>/spiece.model`, `spiece.vocab` and the tokenizer options; with `init_checkpoint`
@@ -170,9 +171,11 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
     albert_config_file: its config (default: the one beside it; a Hugging Face folder has its own).
     parity_text_files: text files to measure the old and the merged model on.
     character_coverage, input_sentence_size, num_threads: for learning from the corpus.
+    overwrite: replace the vocabulary and checkpoint `output_dir` holds (else they are refused before any work).
 
   Raises:
-    OptionError: not exactly one of `input_patterns` and `new_pieces_file`; an output_dir already used;
+    OptionError: not exactly one of `input_patterns` and `new_pieces_file`; an output_dir already used (without
+      `overwrite`) or that cannot be written;
       options contradicting the record.
     InputFileError: a file that does not exist.
     DataError: a bad pieces file, corpus or model; a checkpoint whose vocabulary is not `spm_model_file`'s.
@@ -182,7 +185,7 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
                       "--new_pieces_file (a word or piece a line).")
   if albert_config_file and not init_checkpoint:
     raise OptionError("--albert_config_file is the config of --init_checkpoint; give both or neither.")
-  conversion.check_output_dir(output_dir, [f"{SPM_PREFIX}.model"])
+  conversion.check_output_dir(output_dir, [f"{SPM_PREFIX}.model"], overwrite)
   options = options_lib.resolve_options(spm_model_file, do_lower_case, keep_accents)
   old_tokenizer = SentencePieceTokenizer(spm_model_file, options.do_lower_case, options.keep_accents)
   for path in parity_text_files:

@@ -11,6 +11,7 @@ names from the root), and refuses to touch a single variable unless every one of
 that does not fit a checkpoint is reported whole, never half-restored or silently left random.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import tensorflow as tf
 
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf.errors import CheckpointMismatchError, InputFileError
+from albert_tf.errors import CheckpointMismatchError, DataError, InputFileError
 from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -48,7 +49,7 @@ def resolve_checkpoint_path(path: str) -> str:
   if os.path.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
-      indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")), key=_checkpoint_number)
+      indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")), key=checkpoint_number)
       if not indexes:
         raise InputFileError(f"No checkpoint found in directory {path} (no 'checkpoint' file, no *.index).")
       latest = indexes[-1][:-len(".index")]
@@ -58,7 +59,40 @@ def resolve_checkpoint_path(path: str) -> str:
   return path
 
 
-def _checkpoint_number(index_path: str) -> int:
+@contextlib.contextmanager
+def reading_checkpoint(prefix: str):
+  """Inside the block, what TensorFlow raises on reading a damaged checkpoint (an `OpError`: an index that is not
+  one, a data file missing or failing its checksum; an `IndexError`: a data file cut short) is a DataError naming
+  it. Wrap reads of a checkpoint only, so that no other error is taken for damage."""
+  try:
+    yield
+  except (tf.errors.OpError, IndexError) as error:
+    reason = (error.message if isinstance(error, tf.errors.OpError) else str(error)).strip() or type(error).__name__
+    raise DataError(f"Checkpoint {prefix} cannot be read: its files are truncated or corrupt "
+                    f"({reason.splitlines()[0]}).") from None
+
+
+class CheckpointReader:
+  """`tf.train.load_checkpoint(prefix)`, whose reads raise a DataError naming the checkpoint when it is damaged."""
+
+  def __init__(self, prefix: str):
+    self.prefix = prefix
+    with reading_checkpoint(prefix):
+      self._reader = tf.train.load_checkpoint(prefix)
+
+  def get_variable_to_shape_map(self) -> Dict[str, List[int]]:
+    return self._reader.get_variable_to_shape_map()
+
+  def has_tensor(self, key: str) -> bool:
+    return self._reader.has_tensor(key)
+
+  def get_tensor(self, key: str):
+    with reading_checkpoint(self.prefix):
+      return self._reader.get_tensor(key)
+
+
+def checkpoint_number(index_path: str) -> int:
+  """The step of a `<name>-<step>.index` file (-1 for an index without one)."""
   match = re.search(r"-(\d+)\.index$", index_path)
   return int(match.group(1)) if match else -1
 
@@ -127,7 +161,7 @@ def mismatch_error(summary: str, sections: Sequence[Tuple[str, Sequence[str]]],
 
 def _read_model_graph(prefix: str):
   """The reader, the object graph and the `model` node of one of our checkpoints."""
-  reader = tf.train.load_checkpoint(prefix)
+  reader = CheckpointReader(prefix)
   if not reader.has_tensor(OBJECT_GRAPH_KEY):
     raise CheckpointMismatchError(
         f"{prefix} is a name-based (TF1) checkpoint, not an albert-tf checkpoint. Convert a Google "
@@ -165,6 +199,7 @@ def restore_checkpoint(model: tf.Module, path: str) -> str:
 
   Raises:
     FileNotFoundError: no checkpoint at `path`.
+    DataError: its files are truncated or corrupt.
     CheckpointMismatchError: listing missing, unexpected and shape-mismatched variables; nothing is
       restored in that case.
   """
@@ -191,6 +226,7 @@ def restore_available_parts(pretrainer: AlbertPretrainer, path: str) -> Tuple[st
 
   Raises:
     FileNotFoundError: no checkpoint at `path`.
+    DataError: its files are truncated or corrupt.
     CheckpointMismatchError: as `restore_checkpoint`, for the parts the checkpoint holds.
   """
   prefix = resolve_checkpoint_path(path)
@@ -219,6 +255,7 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
 
   Raises:
     FileNotFoundError: no checkpoint at `path`.
+    DataError: its files are truncated or corrupt.
     CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`), or a sentence
       encoder's whose task.json is missing.
   """

@@ -30,6 +30,7 @@ from typing import Optional
 import tensorflow as tf
 
 from albert_tf.errors import OptionError
+from albert_tf.files import check_destination
 from albert_tf.modeling import task_heads
 from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead
 from albert_tf.serving.tracing import graph_function, tracing_as_saving
@@ -188,6 +189,7 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
   if version < 1:
     raise OptionError(f"The export version must be a positive integer, not {version}.")
   version_dir = os.path.join(export_dir, str(version))
+  check_destination(version_dir, "--export_dir")
   if tf.io.gfile.exists(version_dir):
     raise OptionError(f"{version_dir} already exists; choose another version or export_dir.")
 

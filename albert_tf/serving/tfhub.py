@@ -29,6 +29,7 @@ from typing import Callable, Optional, Sequence
 import tensorflow as tf
 
 from albert_tf.errors import OptionError
+from albert_tf.files import check_destination
 from albert_tf.serving.tracing import graph_function, tracing_as_saving
 from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
@@ -188,6 +189,7 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
   """
   config = model.config
   export_path = export_path.rstrip("/")
+  check_destination(export_path, "--export_path")
   if tf.io.gfile.exists(export_path):
     raise OptionError(f"{export_path} already exists; choose another export path (an export is never overwritten).")
   config.check_max_seq_length(max_seq_length)

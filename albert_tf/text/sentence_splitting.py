@@ -43,6 +43,13 @@ def is_korean(text: str) -> bool:
   return bool(letters) and len(HANGUL.findall(text)) >= KOREAN_LETTER_SHARE * letters
 
 
+def check_language(language: str):
+  """Refuses what is neither ko, auto nor an ISO 639 code: found before any work, not in a worker."""
+  if language != AUTO and not _LANGUAGE_CODE.match(language):
+    raise OptionError(f"--language must be ko, auto or an ISO 639 language code (en, de, ja, ...), "
+                      f"not {language!r}.")
+
+
 class SentenceSplitter:
   """Splits cleaned text into sentences for one language, or per text for `auto`.
 
@@ -54,9 +61,7 @@ class SentenceSplitter:
   """
 
   def __init__(self, language: str):
-    if language != AUTO and not _LANGUAGE_CODE.match(language):
-      raise OptionError(f"--language must be ko, auto or an ISO 639 language code (en, de, ja, ...), "
-                        f"not {language!r}.")
+    check_language(language)
     self.language = language
     self._kiwi = (KiwiAnalyzer(f"Splitting Korean sentences (--language={language})")
                   if language in (KOREAN, AUTO) else None)

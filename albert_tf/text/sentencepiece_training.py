@@ -21,7 +21,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.errors import DataError, OptionError
-from albert_tf.files import expand_input_patterns
+from albert_tf.files import check_output_files, expand_input_patterns, output_folders
 from albert_tf.files import read_utf8_lines
 from albert_tf.text import pretokenization
 from albert_tf.text import tokenizer_options
@@ -286,12 +286,13 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
                      verbose: Optional[bool] = None,
                      normalizer_spec: Optional[sentencepiece_model_pb2.NormalizerSpec] = None,
                      hard_vocab_limit: bool = True,
-                     pretokenizer: Optional[str] = None) -> TrainedVocabulary:
+                     pretokenizer: Optional[str] = None,
+                     overwrite: bool = False) -> TrainedVocabulary:
   """Trains an ALBERT SentencePiece model: writes `<model_prefix>.model`, `<model_prefix>.vocab` and the
   tokenizer options in `<model_prefix>.tokenizer_options.json`, which later tools read.
 
   The files appear only when training succeeds (trained under a temporary name in the same folder, then
-  renamed), so a failed run leaves no partial output and an existing model untouched.
+  renamed), so a failed run leaves no partial output (nor the folders it made) and an existing model untouched.
 
   Args:
     input_patterns: text files or globs, as a list or comma-separated, in Google's pretraining format (one
@@ -319,6 +320,7 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
       here (`pretokenization.reservoir_sample`: seeded, the same lines every run) and analysed by `num_threads`
       processes before SentencePiece trains on them. It is recorded in the tokenizer options; tokenizing with
       the model runs no analyzer.
+    overwrite: replace a model that exists at `model_prefix` (else it is refused before any work).
 
   Returns:
     The model written, its coverage of the corpus and the time taken.
@@ -333,6 +335,9 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
   user_defined_symbols = list(user_defined_symbols)
   _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
                    user_defined_symbols, num_threads, pretokenizer)
+  model_file = model_prefix + ".model"
+  check_output_files([model_file, model_prefix + ".vocab", tokenizer_options.options_file(model_file)], overwrite,
+                     flag="--model_prefix")
   normalization = {}
   normalizer = None
   if normalizer_spec is not None:
@@ -363,45 +368,45 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
     sentences = iter(marked)
   hidden_pieces = trainer_options["vocab_size"] - vocab_size
   folder = os.path.dirname(os.path.abspath(model_prefix))
-  os.makedirs(folder, exist_ok=True)
-  # Same folder as the output, so the final renames cannot cross file systems.
-  temp_folder = tempfile.mkdtemp(prefix=f".{os.path.basename(model_prefix)}.", suffix=".tmp", dir=folder)
-  temp_prefix = os.path.join(temp_folder, "spiece")
-  if verbose is None:
-    verbose = logging.level_debug()
-  try:
+  with output_folders([folder]):
+    # Same folder as the output, so the final renames cannot cross file systems.
+    temp_folder = tempfile.mkdtemp(prefix=f".{os.path.basename(model_prefix)}.", suffix=".tmp", dir=folder)
+    temp_prefix = os.path.join(temp_folder, "spiece")
+    if verbose is None:
+      verbose = logging.level_debug()
     try:
-      # SentencePiece's log level is global to the process (its `minloglevel` option sets it too) and cannot
-      # be read back: it is set for this call, then put back to SentencePiece's default.
-      spm.set_min_log_level(_SPM_INFO if verbose else _SPM_WARNING)
-      spm.SentencePieceTrainer.train(
-          sentence_iterator=sentences, model_prefix=temp_prefix, model_type=model_type, pad_id=0, unk_id=1,
-          bos_id=-1, eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
-          shuffle_input_sentence=True, num_threads=num_threads, hard_vocab_limit=hard_vocab_limit,
-          **trainer_options, **normalization)
-    except RuntimeError as error:
-      user_error = _user_error(error, corpus, vocab_size, character_coverage, hidden_pieces)
-      if user_error is None:
-        raise
-      raise user_error from None
+      try:
+        # SentencePiece's log level is global to the process (its `minloglevel` option sets it too) and cannot
+        # be read back: it is set for this call, then put back to SentencePiece's default.
+        spm.set_min_log_level(_SPM_INFO if verbose else _SPM_WARNING)
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=sentences, model_prefix=temp_prefix, model_type=model_type, pad_id=0, unk_id=1,
+            bos_id=-1, eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
+            shuffle_input_sentence=True, num_threads=num_threads, hard_vocab_limit=hard_vocab_limit,
+            **trainer_options, **normalization)
+      except RuntimeError as error:
+        user_error = _user_error(error, corpus, vocab_size, character_coverage, hidden_pieces)
+        if user_error is None:
+          raise
+        raise user_error from None
+      finally:
+        spm.set_min_log_level(_SPM_INFO)
+      if pretokenizer is not None:
+        _remove_delimiter(temp_prefix, trainer_options, plain_options)
+      sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
+      _check_layout(sp_model)
+      coverage = corpus.coverage(sp_model)
+      # The .model last: once it is in place, so are its .vocab and its options.
+      os.replace(temp_prefix + ".vocab", model_prefix + ".vocab")
+      tokenizer_options.write_options(model_file, tokenizer_options.TokenizerOptions(do_lower_case, keep_accents,
+                                                                                      pretokenizer))
+      os.replace(temp_prefix + ".model", model_file)
     finally:
-      spm.set_min_log_level(_SPM_INFO)
-    if pretokenizer is not None:
-      _remove_delimiter(temp_prefix, trainer_options, plain_options)
-    sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
-    _check_layout(sp_model)
-    coverage = corpus.coverage(sp_model)
-    # The .model last: once it is in place, so are its .vocab and its options.
-    os.replace(temp_prefix + ".vocab", model_prefix + ".vocab")
-    tokenizer_options.write_options(model_prefix + ".model",
-                                    tokenizer_options.TokenizerOptions(do_lower_case, keep_accents, pretokenizer))
-    os.replace(temp_prefix + ".model", model_prefix + ".model")
-  finally:
-    shutil.rmtree(temp_folder, ignore_errors=True)
+      shutil.rmtree(temp_folder, ignore_errors=True)
   logging.info("Wrote %s (%d pieces); it encodes %.4f%% of the corpus's characters without <unk>.",
-               model_prefix + ".model", sp_model.GetPieceSize(), 100.0 * coverage)
-  return TrainedVocabulary(model_prefix + ".model", sp_model.GetPieceSize(), coverage,
-                           time.perf_counter() - started, analysis_seconds, len(marked))
+               model_file, sp_model.GetPieceSize(), 100.0 * coverage)
+  return TrainedVocabulary(model_file, sp_model.GetPieceSize(), coverage, time.perf_counter() - started,
+                           analysis_seconds, len(marked))
 
 
 def train_sentencepiece(*args, **kwargs) -> str:

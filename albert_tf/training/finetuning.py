@@ -192,7 +192,7 @@ class FineTuning:
   def _check_checkpoints(self):
     """Something to start from: a run to resume or evaluate, or an --init_checkpoint that exists."""
     o = self.options
-    if tf.train.latest_checkpoint(o.output_dir):
+    if run_directory.has_checkpoints(o.output_dir):  # restored (or refused when none is complete) later
       return
     if not o.do_train and self.objective.has_head:
       raise TrainingError(f"Evaluating, predicting or exporting without --do_train needs a fine-tuned checkpoint "
@@ -215,7 +215,14 @@ class FineTuning:
   # --- training ------------------------------------------------------------------------------------------
 
   def train(self) -> Dict[str, float]:
-    """Fine-tunes to `train_step`, resuming where the run directory left off. Returns the last metrics."""
+    """Fine-tunes to `train_step`, resuming where the run directory left off. Returns the last metrics.
+
+    A run that fails before it writes its first checkpoint removes what it created in `output_dir`.
+    """
+    with self.run.nothing_left_unless_checkpointed(self.options.output_dir, self.is_chief):
+      return self._train()
+
+  def _train(self) -> Dict[str, float]:
     o = self.options
     if self.is_chief:
       run_directory.write_config(o.output_dir, o.albert_config)
@@ -237,7 +244,7 @@ class FineTuning:
                          os.path.join(o.output_dir, "train") if self.is_chief else None, self._save)
 
   def _save(self, step: int):
-    run_directory.save_run_checkpoint(self.run.manager, step, self.is_chief)
+    self.run.save(step, self.is_chief)
     if self.options.do_eval:
       self.evaluate(keep_best=True)  # every worker takes part: gathering the predictions spans them all
 
@@ -295,7 +302,7 @@ class FineTuning:
       checkpoint_lib.restore_checkpoint(self.model, best)
       self.weights_step = run_directory.read_best_info(self.options.output_dir)["global_step"]
       return best
-    return self.run.manager.latest_checkpoint or self.run.restored_from or self.options.init_checkpoint
+    return self.run.latest_checkpoint or self.options.init_checkpoint
 
   def predict(self) -> str:
     """Writes the objective's prediction files for the test split (each whole, or not at all) to

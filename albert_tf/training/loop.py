@@ -140,10 +140,32 @@ class RunState:
     self.restored_from = run_directory.restore_latest(output_dir, self.model, self.checkpoint)
     if self.restored_from:
       print(f"Resuming from {self.restored_from} at step {self.current_step}.", file=sys.stderr)
+    self.last_saved: Optional[str] = None  # by this run
 
   @property
   def current_step(self) -> int:
     return int(self.step.numpy())
+
+  @property
+  def latest_checkpoint(self) -> Optional[str]:
+    """The run's newest complete checkpoint: the last this run saved, else the one it resumed from (the manager's
+    latest may be a damaged one that the resume passed over)."""
+    return self.last_saved or self.restored_from
+
+  def save(self, step: int, is_chief: bool):
+    """Saves the run state at `step` (see `run_directory.save_run_checkpoint`)."""
+    self.last_saved = run_directory.save_run_checkpoint(self.manager, step, is_chief)
+
+  @contextlib.contextmanager
+  def nothing_left_unless_checkpointed(self, output_dir: str, is_chief: bool):
+    """Inside the block, a failure before this run saves its first checkpoint removes what the block created in
+    `output_dir` (`run_directory.removed_on_failure_before_checkpoint`); only the chief's directory, which other
+    workers leave alone."""
+    if not is_chief:
+      yield
+      return
+    with run_directory.removed_on_failure_before_checkpoint(output_dir, lambda: self.last_saved is not None):
+      yield
 
   def settings(self):
     """`run_settings` of this run, for its training."""
@@ -327,7 +349,7 @@ class Trainer:
       current = self.run.current_step
       metrics = self.objective.metrics_from_sums(totals)
       if not all(np.isfinite(list(metrics.values()))):
-        last_good = self.run.manager.latest_checkpoint or "none (no checkpoint was written yet)"
+        last_good = self.run.latest_checkpoint or "none (no checkpoint was written yet)"
         raise TrainingError(
             f"The loss became non-finite between steps {current - num_steps} and {current} ({metrics}). Training "
             f"stopped; the last good checkpoint stays: {last_good}. Try a lower --learning_rate, more warmup "

@@ -27,8 +27,7 @@ import tensorflow as tf
 
 from albert_tf.data import pretraining_dataset
 from albert_tf.data import record_files
-from albert_tf.data import dynamic_masking
-from albert_tf.data.instances import MaskingRecipe
+from albert_tf.data.instances import MaskingRecipe, check_max_predictions
 from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
 from albert_tf.files import expand_input_patterns
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -89,14 +88,25 @@ def _assign_pairs(targets: List[tf.Variable], sources: List[tf.Variable], where:
     target.assign(source)
 
 
+def check_records_vocabulary(config: AlbertConfig, vocab_size: int, source: str):
+  """The input records need a vocabulary of `vocab_size` pieces (`source` says why); the model's must hold it, or
+  the first step would fail in the embedding lookup (or, on a GPU, read zeros).
+
+  Raises:
+    OptionError: the config's vocab_size is smaller.
+  """
+  if vocab_size > config.vocab_size:
+    raise OptionError(f"The input records {source}; the config's vocab_size is {config.vocab_size}. Use the "
+                      "albert_config.json of the vocabulary the records were written with.")
+
+
 def check_masking_recipe(recipe: MaskingRecipe, config: AlbertConfig, max_seq_length: int,
                          max_predictions_per_seq: int):
   """Unmasked records: their vocabulary must fit the model and the cap the sequence; a cap below Google's 15% is
   worth a warning."""
-  dynamic_masking.check_max_predictions(max_seq_length, max_predictions_per_seq)
-  if recipe.vocab_size > config.vocab_size:
-    raise OptionError(f"The input records were written with a vocabulary of {recipe.vocab_size} pieces, and "
-                      f"masking replaces tokens by ids up to it; the config's vocab_size is {config.vocab_size}.")
+  check_max_predictions(max_seq_length, max_predictions_per_seq)
+  check_records_vocabulary(config, recipe.vocab_size, f"were written with a vocabulary of {recipe.vocab_size} "
+                           "pieces, and masking replaces tokens by ids up to it")
   wanted = round(recipe.masked_lm_prob * max_seq_length)
   if max_predictions_per_seq < wanted:
     logging.warning("--max_predictions_per_seq=%d is below masked_lm_prob × max_seq_length = %d: full-length "
@@ -108,7 +118,7 @@ class Pretraining:
   """One pretraining run: the model, optimizer, checkpoints and loops of `PretrainingOptions`.
 
   Build it, then call `train()` and/or `evaluate()`. Construction validates everything that can be
-  checked before a step (input files and their record lengths, the run directory against the config,
+  checked before a step (input files, their record lengths and token ids, the run directory against the config,
   `init_checkpoint` against the model) and raises with a clear message; nothing is written before that.
   """
 
@@ -124,11 +134,19 @@ class Pretraining:
                         f"{o.albert_config.max_position_embeddings} of the config.")
     self.train_files = expand_input_patterns(o.input_file) if o.do_train else []
     self.eval_files = expand_input_patterns(o.eval_input_file or o.input_file) if o.do_eval else []
-    self.masking_recipe = record_files.check_pretraining_records(
-        sorted(set(self.train_files + self.eval_files)), o.max_seq_length, o.max_predictions_per_seq)
+    input_files = sorted(set(self.train_files + self.eval_files))
+    self.masking_recipe = record_files.check_pretraining_records(input_files, o.max_seq_length,
+                                                                 o.max_predictions_per_seq)
     if self.masking_recipe is not None:
       check_masking_recipe(self.masking_recipe, o.albert_config, o.max_seq_length, o.max_predictions_per_seq)
     run_directory.check_run_directory(o.output_dir, o.albert_config)
+    # Read whole now (or taken from the cache of an earlier run), so that a corrupt record or a token id the
+    # model has no embedding for stops the run before it writes anything.
+    self.record_stats = record_files.read_record_stats(input_files, self._record_stats_file)
+    if self.record_stats:
+      path = max(self.record_stats, key=lambda name: self.record_stats[name].largest_token_id)
+      largest = self.record_stats[path].largest_token_id
+      check_records_vocabulary(o.albert_config, largest + 1, f"hold token ids up to {largest} ({path})")
 
     with strategy.scope():
       # The input position: examples each input pipeline has delivered, and how many pipelines there were.
@@ -191,10 +209,15 @@ class Pretraining:
 
   # --- data ----------------------------------------------------------------------------------------------
 
+  @property
+  def _record_stats_file(self) -> str:
+    return os.path.join(self.options.output_dir, _RECORD_COUNTS)
+
   def _record_counts(self, files: List[str]) -> Dict[str, int]:
-    """Records per file, cached in `output_dir` so that restarts and evaluations do not count them again."""
+    """Records per file, of the stats kept in `output_dir` so that restarts do not read the files again."""
     os.makedirs(self.options.output_dir, exist_ok=True)
-    return record_files.count_records(files, os.path.join(self.options.output_dir, _RECORD_COUNTS))
+    record_files.write_record_stats(self._record_stats_file, self.record_stats)
+    return {path: self.record_stats[path].records for path in files}
 
   def _train_dataset(self):
     o = self.options
@@ -238,7 +261,14 @@ class Pretraining:
   # --- loops ---------------------------------------------------------------------------------------------
 
   def train(self) -> Dict[str, float]:
-    """Trains to `num_train_steps`, resuming where the run directory left off. Returns the last metrics."""
+    """Trains to `num_train_steps`, resuming where the run directory left off. Returns the last metrics.
+
+    A run that fails before it writes its first checkpoint removes what it created in `output_dir`.
+    """
+    with self.run.nothing_left_unless_checkpointed(self.options.output_dir, self.is_chief):
+      return self._train()
+
+  def _train(self) -> Dict[str, float]:
     o = self.options
     if self.is_chief:
       run_directory.write_config(o.output_dir, o.albert_config)
@@ -258,7 +288,7 @@ class Pretraining:
                          os.path.join(o.output_dir, "train") if self.is_chief else None, self._save)
 
   def _save(self, step: int):
-    run_directory.save_run_checkpoint(self.run.manager, step, self.is_chief)
+    self.run.save(step, self.is_chief)
     if self.options.do_eval:
       self.evaluate()  # every worker takes part: the eval step's reduction spans them all
 

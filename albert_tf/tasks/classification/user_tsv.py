@@ -1,11 +1,15 @@
 """The `tsv` task: a user's classification or regression data in TSV files, laid out as a `TsvFormat` says."""
 
 import dataclasses
-from typing import List, Optional, Tuple
+import math
+from typing import List, Optional, Set, Tuple
 
 from albert_tf.data.task_readers import (BINARY, REGRESSION_METRICS, SPLIT_FILES, Columns, Example, LabelParser,
                                          Task, label_in, parse_number, read_examples_from_file, split_files)
 from albert_tf.errors import TaskError
+
+# More distinct whole-number labels than this, unless they are the class ids 0..K-1, are a score's values.
+MAX_NUMBERED_CLASSES = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +43,10 @@ class TsvFormat:
     for field, column in columns.items():
       if column is not None and (not isinstance(column, int) or column < 0):
         raise TaskError(f"TsvFormat.{field} must be a column index >= 0, not {column!r}.")
+    for field in ("text_a_column", "text_b_column"):
+      if columns[field] == self.label_column:
+        raise TaskError(f"TsvFormat.label_column and TsvFormat.{field} (--tsv_label_column, --tsv_{field}) are "
+                        f"both column {self.label_column}: the label must be a column of its own.")
     if self.label_list is not None:
       # Labels are compared as the file's text: [0, 1] means ("0", "1").
       labels = () if isinstance(self.label_list, str) else tuple(str(label) for label in self.label_list)
@@ -52,6 +60,30 @@ class TsvFormat:
                       f"label_list {self.label_list!r} contradicts it.")
 
 
+def _why_scores_not_classes(labels: Set[str]) -> Optional[str]:
+  """Why a train split's labels look like the values of a score rather than classes, or None.
+
+  They do when every label is a number and one is not a whole number (3.8; "2.0" is whole), or when there are more
+  than `MAX_NUMBERED_CLASSES` whole numbers other than the class ids 0..K-1 (ratings out of 100, counts, years).
+  Labels "0" and "1", ratings "1" to "5", "-1" and "1", and class ids 0..K-1 (however many) are classes.
+  """
+  values = {}
+  for label in labels:
+    try:
+      values[label] = float(label)
+    except ValueError:
+      return None
+    if not math.isfinite(values[label]):
+      return None
+  fractions = sorted((label for label, value in values.items() if not value.is_integer()), key=values.get)
+  if fractions:
+    return f"all {len(values)} distinct labels are numbers, {len(fractions)} of them not whole (such as {fractions[0]})"
+  if len(values) > MAX_NUMBERED_CLASSES and set(values.values()) != set(range(len(values))):
+    return (f"all {len(values)} distinct labels are whole numbers, more than {MAX_NUMBERED_CLASSES} and not the "
+            f"class ids 0 to {len(values) - 1}")
+  return None
+
+
 def _sorted_labels(labels) -> Tuple[str, ...]:
   try:
     return tuple(sorted(labels, key=float))
@@ -63,7 +95,8 @@ class TsvTask(Task):
   """A user's classification or regression data in TSV files laid out as `tsv_format` says.
 
   Without `TsvFormat.label_list` (and no threshold), the labels are those of the train split: read it
-  before dev or test.
+  before dev or test. Train labels that look like a score's values (`_why_scores_not_classes`: all numbers, and
+  one not whole or many not the ids 0..K-1) are refused then, rather than each value made a class.
   """
 
   name = "tsv"
@@ -98,5 +131,12 @@ class TsvTask(Task):
                       label=tsv_format.label_column if labeled else None, has_header=tsv_format.has_header)
     examples = read_examples_from_file(path, split, columns, self._parse_label(split))
     if self.label_list is None and not self.is_regression:
-      self.label_list = _sorted_labels({example.label for example in examples})
+      labels = {example.label for example in examples}
+      why = _why_scores_not_classes(labels)
+      if why:
+        raise TaskError(f"{path}: the labels of column {tsv_format.label_column} (--tsv_label_column) look like "
+                        f"scores, not classes: {why}. Give --tsv_is_regression to predict the score, "
+                        "--tsv_label_threshold for two classes of it, or --tsv_label_column for the column of "
+                        "the classes; or --tsv_label_list with every label to take them as classes.")
+      self.label_list = _sorted_labels(labels)
     return examples

@@ -26,7 +26,7 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
-from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf.errors import DataError, InputFileError, OptionError, json_error_text
 from albert_tf.files import read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 
@@ -93,7 +93,7 @@ def _read_json_lines(path: str) -> Iterator[Tuple[str, Any]]:
     try:
       record = json.loads(line)
     except json.JSONDecodeError as error:
-      raise DataError(f"{where}: not JSON ({error.msg} at column {error.colno}).") from None
+      raise DataError(f"{where}: not JSON ({json_error_text(error, with_line=False)}).") from None
     yield where, record
   if not found_any:
     raise DataError(f"{path} is empty: it should hold one RACE article (a JSON object) per line.")
@@ -111,7 +111,7 @@ def _read_json_file(path: str) -> Any:
   try:
     return json.loads(text)
   except json.JSONDecodeError as error:
-    raise DataError(f"{path}: not JSON ({error.msg} at line {error.lineno}, column {error.colno}).") from None
+    raise DataError(f"{path}: not JSON ({json_error_text(error)}).") from None
 
 
 def _read_level_records(level_dir: str) -> Iterator[Tuple[str, Any]]:

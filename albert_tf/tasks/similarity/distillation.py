@@ -115,7 +115,8 @@ class DistillationObjective(SentenceEncoderDefaults):
     pooling, projection_dim: the student's (see `SentenceEncoderDefaults`).
 
   Raises:
-    DataError: a teacher without a row per pair, or a hold-out leaving nothing to train on.
+    DataError: a teacher without a row per pair.
+    OptionError: a hold-out leaving nothing to train on.
     TaskError: an `sts_task` that is not a regression of pairs.
   """
 

@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from albert_tf.errors import DataError
+from albert_tf.errors import DataError, OptionError
 from albert_tf.files import read_utf8_lines
 
 
@@ -55,14 +55,20 @@ def read_parallel_file(path: str) -> List[ParallelPair]:
   return pairs
 
 
+def check_dev_size(num_pairs: int, dev_size: int):
+  """Raises `OptionError` unless `dev_size` (--parallel_dev_size) pairs can be held out of `num_pairs`, at least one
+  left to train on: called as soon as the pairs are read, before their teacher embeddings are computed."""
+  if not 0 <= dev_size < num_pairs:
+    raise OptionError(f"--parallel_dev_size={dev_size} pairs cannot be held out of the parallel file's {num_pairs}: "
+                      f"set it from 0 to {num_pairs - 1}, so that at least one pair is left to train on.")
+
+
 def split_pairs(num_pairs: int, dev_size: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
   """Indices of the train and dev pairs: `dev_size` pairs drawn by `seed`, each part in file order.
 
   Raises:
-    DataError: `dev_size` negative, or leaving no pair to train on.
+    OptionError: `dev_size` negative, or leaving no pair to train on (`check_dev_size`).
   """
-  if not 0 <= dev_size < num_pairs:
-    raise DataError(f"Cannot hold out {dev_size} dev pairs of {num_pairs}: at least one pair must be left to "
-                    "train on.")
+  check_dev_size(num_pairs, dev_size)
   order = np.random.default_rng(seed).permutation(num_pairs)
   return np.sort(order[dev_size:]), np.sort(order[:dev_size])

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import List, Optional, Tuple
 
-from albert_tf.errors import DataError, InputFileError
+from albert_tf.errors import DataError, InputFileError, json_error_text
 from albert_tf.files import file_exists, read_bytes
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +90,7 @@ def parse_squad(input_file: str, raw: bytes, is_training: bool,
   try:
     document = json.loads(text)
   except json.JSONDecodeError as error:
-    raise DataError(f"{input_file}: not valid JSON at line {error.lineno}, column {error.colno} "
-                    f"({error.msg}).") from None
+    raise DataError(f"{input_file}: not valid JSON ({json_error_text(error)}).") from None
   if not isinstance(document, dict) or not isinstance(document.get("data"), list):
     raise DataError(f'{input_file}: no "data" list at the top level; not a SQuAD file.')
   dataset = document["data"]
@@ -146,8 +145,9 @@ def _read_question(where: str, input_file: str, context: str, qa: object, is_tra
     raise DataError(f'{input_file}: question {qas_id} needs an "answers" list of {{"text", "answer_start"}} '
                     "objects (answer_start an integer).")
   if is_training and not is_impossible and len(answers) != 1:
-    hint = ("; a SQuAD v2.0 file with unanswerable questions needs version_2_with_negative"
-            if not answers and not version_2_with_negative else "")
+    # A v1.1 run given v2.0's file: its unanswerable questions have no answer.
+    hint = ("; SQuAD v2.0 files, with unanswerable questions, are for run_squad_v2 (albert-run-squad-v2; in Python, "
+            "version_2_with_negative=True)" if not answers and not version_2_with_negative else "")
     raise DataError(f"{input_file}: question {qas_id} has {len(answers)} answers; training needs exactly one "
                     f"per answerable question{hint}.")
   if is_impossible or not answers:
