@@ -15,14 +15,16 @@ from albert_tf.errors import OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint, save_checkpoint
+from albert_tf.serving import saved_model
 from albert_tf.tasks.classification import objective as classification_objective
+from albert_tf.tasks.classification.model import AlbertClassifier
 from albert_tf.tasks.race.model import AlbertMultipleChoice
 from albert_tf.tasks.squad.model import AlbertQuestionAnswerer, AlbertQuestionAnswererV2
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from conftest import (SHARED, SP8K_MODEL, corpus_lines, damage_checkpoint, padded_batch, randomize, requires_shared,
-                      run_tool, tiny_config)
+from conftest import (SHARED, SP8K_MODEL, corpus_lines, damage_checkpoint, padded_batch, python_pack, randomize,
+                      randomize_text_sensitive, requires_shared, run_tool, tiny_config)
 
 SHAPES = {
     "factorized": dict(embedding_size=16),
@@ -382,3 +384,34 @@ def test_squad_v2_model_is_refused_before_anything_is_written(tmp_path):
   with pytest.raises(OptionError, match="no ALBERT class for this model's head"):
     export_to_hf(model, str(tmp_path / "hf"))
   assert not (tmp_path / "hf").exists()
+
+
+@requires_shared(SP8K_MODEL)
+def test_text_pairs_get_their_segments_in_transformers_as_in_our_saved_model(tmp_path):
+  """transformers 5's AlbertTokenizer leaves token_type_ids out unless the tokenizer config names them: the
+  pipeline then fed segment B as segment 0 (0.28 apart in probabilities here). Every pair export (classifier, SQuAD,
+  RACE) writes these tokenizer files: the ids and segments are checked on sentence pairs and on a question with
+  its passage, the pipeline on the classifier against `classify_text_pair`."""
+  config = albert_tf.AlbertConfig(vocab_size=8000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=40, embedding_size=16, max_position_embeddings=64)
+  model = AlbertClassifier(config, ["a", "b", "c"])
+  model(model.dummy_inputs())
+  randomize_text_sensitive(model, 3)
+  export_to_hf(model, str(tmp_path / "hf"), spm_model_file=SP8K_MODEL)
+  texts_a = ["The cat sat on the mat.", "서울은 한국의 수도입니다.", "When did the third series begin?"]
+  texts_b = ["A cat is sitting.", "부산은 항구 도시입니다.", "Unlike the two series before it, it began in 2004."]
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+  options = options_lib.resolve_options(SP8K_MODEL)
+  ours = SentencePieceTokenizer(SP8K_MODEL, options.do_lower_case, options.keep_accents)
+  for text_a, text_b in zip(texts_a, texts_b):
+    ids, _, types = python_pack(ours, text_a, text_b, 64)
+    encoded = tokenizer(text_a, text_b)
+    assert encoded["input_ids"] == ids[:len(encoded["input_ids"])]
+    assert encoded["token_type_ids"] == types[:len(encoded["input_ids"])]
+  served = tf.saved_model.load(saved_model.export_saved_model(model, str(tmp_path / "saved"), SP8K_MODEL, 64))
+  expected = served.signatures["classify_text_pair"](text_a=tf.constant(texts_a),
+                                                     text_b=tf.constant(texts_b))["probabilities"].numpy()
+  pipeline = transformers.pipeline("text-classification", model=str(tmp_path / "hf"), device="cpu")
+  scores = pipeline([{"text": a, "text_pair": b} for a, b in zip(texts_a, texts_b)], top_k=None)
+  actual = [[next(score["score"] for score in row if score["label"] == label) for label in "abc"] for row in scores]
+  np.testing.assert_allclose(actual, expected, atol=1e-4, rtol=0)

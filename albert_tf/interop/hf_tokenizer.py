@@ -34,6 +34,7 @@ from albert_tf.text.tokenizer import (DIACRITICAL_MARKS, SPECIAL_TOKENS, Sentenc
 
 SPM_FILE = "spiece.model"
 TOKENIZER_FILES = (SPM_FILE, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+MODEL_INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")  # what the tokenizer returns, segments included
 # Lines in several scripts, each a way a tokenizer can go wrong: accents, a [MASK] glued to Hangul, Japanese
 # voiced kana (dakuten), Thai tone marks, Devanagari viramas, compatibility forms, Google's quote rule.
 PROBE_LINES = (
@@ -238,6 +239,9 @@ def write_tokenizer_files(spm_model_file: str, output_dir: str, options: options
       "do_lower_case": options.do_lower_case, "keep_accents": setting.keep_accents, "remove_space": True,
       "sp_model_kwargs": {}, "model_max_length": model_max_length, "clean_up_tokenization_spaces": False,
       "tokenizer_class": "AlbertTokenizer",
+      # transformers 5's AlbertTokenizer leaves token_type_ids out by default: `tokenizer(a, b)` and the pipelines
+      # would then feed segment B as segment 0, and a pair model would answer another question.
+      "model_input_names": list(MODEL_INPUT_NAMES),
   })
   write_json(paths["special_tokens_map.json"], {
       "bos_token": "[CLS]", "cls_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
