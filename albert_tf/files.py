@@ -82,6 +82,16 @@ def check_inputs_and_outputs(input_files: Sequence[str], output_files: Sequence[
   check_output_files(output_files, overwrite)
 
 
+def _existing_ancestor(path: str) -> Tuple[str, List[str]]:
+  """The nearest of a local absolute `path` and its parents that exists, and the parts below it that do not,
+  outermost first."""
+  existing, missing = path, []
+  while not os.path.lexists(existing):
+    missing.append(existing)
+    existing = os.path.dirname(existing)
+  return existing, missing[::-1]
+
+
 def check_destination(path: str, flag: str):
   """Checks, before any work, that a local `path` can be written: no regular file on the way to it, and
   permission to write in the folder that holds it or its first missing folder (gs:// paths are not checked).
@@ -92,9 +102,7 @@ def check_destination(path: str, flag: str):
   if "://" in path:
     return
   path = os.path.abspath(path)
-  existing = path
-  while not os.path.lexists(existing):
-    existing = os.path.dirname(existing)
+  existing, _ = _existing_ancestor(path)
   if existing != path and not os.path.isdir(existing):
     raise OptionError(f"{flag} {path} cannot be written: {existing} is a file, not a folder.")
   folder = existing if os.path.isdir(existing) else os.path.dirname(existing)
@@ -110,14 +118,10 @@ def check_output_files(paths: Sequence[str], overwrite: bool = False, flag: str 
     OptionError: naming the path, `flag` and the fix.
   """
   for path in paths:
-    if "://" in path:
-      exists, is_dir = _gfile().exists(path), _gfile().isdir(path)
-    else:
-      check_destination(path, flag)
-      exists, is_dir = os.path.lexists(path), os.path.isdir(path)
-    if is_dir:
+    check_destination(path, flag)
+    if _is_dir(path):
       raise OptionError(f"{flag} {path} is a folder; name a file (in it, or elsewhere).")
-    if exists and not overwrite:
+    if (file_exists(path) or os.path.islink(path)) and not overwrite:  # a dangling link is in the way too
       raise OptionError(f"{path} already exists; pass --overwrite to replace it, or choose another {flag} "
                         "(nothing was written).")
 
@@ -148,13 +152,9 @@ def output_folders(paths: Sequence[str]) -> Iterator[List[str]]:
     if "://" in path:
       _gfile().makedirs(path)
       continue
-    missing = []
-    folder = os.path.abspath(path)
-    while not os.path.exists(folder):
-      missing.append(folder)
-      folder = os.path.dirname(folder)
+    _, missing = _existing_ancestor(os.path.abspath(path))
     os.makedirs(path, exist_ok=True)
-    created.extend(reversed(missing))
+    created.extend(missing)
   try:
     yield list(paths)
   except BaseException:
