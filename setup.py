@@ -7,7 +7,7 @@ import setuptools
 # measure the project, and are run from a checkout.
 TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1",
          "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
-         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub")
+         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub", "export_onnx")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.
@@ -17,6 +17,10 @@ BEAM = ["apache-beam[gcp]"]
 # Pinned to a minor release: another Kiwi model splits and analyses differently, and the outputs should not
 # change under a user.
 KOREAN = ["kiwipiepy~=0.24.1", "mecab-ko~=1.0.3"]
+# export_onnx: tf2onnx converts a SavedModel (pinned: the ONNX graph is its conversion, and it reaches into
+# TensorFlow's internals), ONNX Runtime checks the result against the SavedModel, tokenizers checks the tokenizer
+# files. tf2onnx brings onnx.
+ONNX = ["tf2onnx==1.17.0", "onnxruntime", "tokenizers"]
 
 setuptools.setup(
     name="albert-tf",
@@ -52,11 +56,12 @@ setuptools.setup(
     extras_require={
         "beam": BEAM,
         "korean": KOREAN,
+        "onnx": ONNX,
         # scikit-learn and SciPy: the metrics are checked against them. pytest-xdist: the suite runs on 2 cores.
         # sentence-transformers: exported sentence encoders are loaded with it. The optional extras too, so that
-        # none of their tests can skip.
+        # none of their tests can skip (ONNX Runtime also serves the ONNX exports in benchmarks/benchmark_serving.py).
         "test": ["pytest", "pytest-xdist", "transformers", "torch==2.13.0", "safetensors", "scikit-learn",
-                 "scipy", "sentence-transformers~=6.2"] + BEAM + KOREAN,
+                 "scipy", "sentence-transformers~=6.2"] + BEAM + KOREAN + ONNX,
     },
     classifiers=[
         "Programming Language :: Python :: 3",

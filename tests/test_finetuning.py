@@ -461,7 +461,7 @@ def test_sentence_encoder_trains_on_scored_pairs(glue_dir, tmp_path, pretrained)
   run.predict()
   cosines = np.array(read_tsv(tmp_path / "run" / finetuning_objectives.TEST_RESULTS), np.float64)
   # The exported sentence_embedding gives the encoder's embeddings, whose dot product is the cosine predicted.
-  module = saved_model.AlbertServingModule(run.model.encoder, GraphTokenizer(SP8K_MODEL), SEQ)
+  module = saved_model.AlbertServingModule(run.model.encoder, GraphTokenizer(SP8K_MODEL), saved_model.TextPacking(SEQ))
   embeddings = module.sentence_embedding(tf.constant(["A girl sings.", "A girl talks."]))["embedding"]
   assert embeddings.shape == (2, 32)
   assert float(tf.reduce_sum(embeddings[0] * embeddings[1])) == pytest.approx(cosines[0, 0], abs=1e-5)

@@ -224,7 +224,8 @@ def test_export_tool_on_an_encoder_checkpoint_has_no_fill_mask(tmp_path):
   export_dir = tmp_path / "export"
   common = [f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'encoder'}",
             f"--spm_model_file={SP8K_MODEL}", f"--export_dir={export_dir}"]
-  result = run_tool("export_saved_model", *common, "--max_seq_length=16", "--export_version=7")
+  result = run_tool("export_saved_model", *common, "--max_seq_length=16", "--export_version=7",
+                    "--text_padding=max_seq_length")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "no fill_mask signature" in result.stdout
   loaded = tf.saved_model.load(str(export_dir / "7"))
@@ -253,14 +254,68 @@ def test_encode_text_pair_with_an_empty_text_b_is_one_segment(loaded):
   texts_a = ["첫 문장입니다.", "The first sentence.", "세 번째"]
   pair = loaded.signatures["encode_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(["", "second", ""]))
   single = loaded.signatures["encode_text"](text_a=tf.constant(texts_a))
+  width = single["input_word_ids"].shape[1]  # each batch is padded to its own longest text
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   for row in (0, 2):
-    for name in ("input_word_ids", "input_mask", "input_type_ids", "pooled_output"):
-      np.testing.assert_array_equal(pair[name][row], single[name][row], err_msg=name)
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+      np.testing.assert_array_equal(pair[name][row, :width], single[name][row], err_msg=name)
+    np.testing.assert_allclose(pair["pooled_output"][row], single["pooled_output"][row], atol=1e-5)
     assert pair["input_type_ids"][row].numpy().sum() == 0
   ids, _, types = python_pack(tokenizer, texts_a[1], "second", MAX_SEQ_LENGTH)
-  assert pair["input_word_ids"][1].numpy().tolist() == ids and pair["input_type_ids"][1].numpy().tolist() == types
+  packed_width = pair["input_word_ids"].shape[1]
+  assert pair["input_word_ids"][1].numpy().tolist() == ids[:packed_width] and set(ids[packed_width:]) <= {0}
+  assert pair["input_type_ids"][1].numpy().tolist() == types[:packed_width]
   assert sum(types) > 0
+
+
+def test_text_signatures_pad_to_the_longest_text_with_the_outputs_of_the_fixed_length_form(exported, loaded,
+                                                                                           tmp_path):
+  """The default export pads a batch to its longest packed text, rounded up to a multiple of 8; the
+  fixed-length form (--text_padding=max_seq_length) pads to max_seq_length. Same ids where both have them,
+  padding beyond, and the same outputs (1e-5) from every text signature."""
+  model = exported[0]
+  fixed = tf.saved_model.load(saved_model.export_saved_model(model, str(tmp_path), SP8K_MODEL, MAX_SEQ_LENGTH,
+                                                             fill_mask_top_k=4, text_padding="max_seq_length"))
+  short = corpus_lines("ko_libreoffice_help.txt", 12)[2:5] + corpus_lines("en_wiki.txt", 12)[2:4]
+  short = [text[:30] for text in short]
+  batches = [(["짧은 문장"], None), (short, None), (short, list(reversed(short))),
+             (short[:2] + ["word " * MAX_SEQ_LENGTH], short[2:4] + ["x"])]  # the last reaches max_seq_length
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  widths = []
+  for texts_a, texts_b in batches:
+    inputs = {"text_a": tf.constant(texts_a)}
+    name = "encode_text"
+    if texts_b is not None:
+      inputs["text_b"], name = tf.constant(texts_b), "encode_text_pair"
+    dynamic, full = loaded.signatures[name](**inputs), fixed.signatures[name](**inputs)
+    longest = max(sum(python_pack(tokenizer, a, b, MAX_SEQ_LENGTH)[1])
+                  for a, b in zip(texts_a, texts_b or [None] * len(texts_a)))
+    width = dynamic["input_word_ids"].shape[1]
+    widths.append(width)
+    assert width == min(MAX_SEQ_LENGTH, -(-longest // 8) * 8) and full["input_word_ids"].shape[1] == MAX_SEQ_LENGTH
+    for key in ("input_word_ids", "input_mask", "input_type_ids"):
+      np.testing.assert_array_equal(dynamic[key], full[key][:, :width], err_msg=key)
+      assert not full[key][:, width:].numpy().any()
+    np.testing.assert_allclose(dynamic["pooled_output"], full["pooled_output"], atol=1e-5)
+    real = dynamic["input_mask"].numpy().astype(bool)
+    np.testing.assert_allclose(dynamic["sequence_output"].numpy()[real],
+                               full["sequence_output"].numpy()[:, :width][real], atol=1e-5)
+  assert widths[0] == 8 and widths[-1] == MAX_SEQ_LENGTH and len(set(widths)) > 2
+
+  texts = tf.constant(short + ["The [MASK] sat on the [MASK] ."])
+  np.testing.assert_allclose(loaded.signatures["sentence_embedding"](text=texts)["embedding"],
+                             fixed.signatures["sentence_embedding"](text=texts)["embedding"], atol=1e-5)
+  dynamic, full = loaded.signatures["fill_mask"](text=texts), fixed.signatures["fill_mask"](text=texts)
+  np.testing.assert_array_equal(dynamic["top_k_ids"], full["top_k_ids"])
+  np.testing.assert_allclose(dynamic["top_k_scores"], full["top_k_scores"], atol=1e-5)
+
+
+def test_export_refuses_an_unknown_text_padding(exported, tmp_path):
+  for padding, multiple, message in (("dynamic", 8, "Text padding 'dynamic'"), ("longest", 0, "pad_to_multiple_of=0")):
+    with pytest.raises(ValueError, match=message):
+      saved_model.export_saved_model(exported[0], str(tmp_path), SP8K_MODEL, MAX_SEQ_LENGTH, text_padding=padding,
+                                     pad_to_multiple_of=multiple)
+  assert not os.listdir(tmp_path)
 
 
 def test_fill_mask_counts_only_the_masks_that_fit_in_max_seq_length(exported, loaded):

@@ -38,7 +38,7 @@ class TaskHead:
     hf_dropped_prefixes: encoder weights that the transformers class does not have (e.g. a pooler).
     google_scope: the TF1 scope that marks the head in one of Google's fine-tuned checkpoints, which conversion
       looks for; None when Google's checkpoints cannot tell it from another head's.
-    serving_module: (model, tokenizer, max_seq_length, asset_files, task_options) -> the SavedModel's module
+    serving_module: (model, tokenizer, packing, asset_files, task_options) -> the SavedModel's module
       (a `saved_model.AlbertServingModule`) with the task's signatures.
     serving_options_of_run: a checkpoint prefix -> the `task_options` its run's files record for serving (a
       SQuAD run's reading settings), or None; None when the task has none.

@@ -5,7 +5,8 @@
 - `serving_default`: `input_word_ids`, `input_mask`, `input_type_ids` int32 `[batch, seq]` →
   `sequence_output`, `pooled_output`.
 - `encode_text` (`text_a`) and `encode_text_pair` (`text_a`, `text_b`): strings `[batch]`, tokenized in the
-  graph and packed as `[CLS] a [SEP] b [SEP]` to `max_seq_length` → the same outputs plus the packed ids.
+  graph and packed as `[CLS] a [SEP] b [SEP]` (see `TextPacking`: by default to the batch's longest text, at most
+  `max_seq_length`) → the same outputs plus the packed ids.
   From Python, `loaded.encode_text(text_a)` and `loaded.encode_text(text_a, text_b)` both work.
 - `sentence_embedding` (`text`): a unit-length embedding per text → `embedding` `[batch, D]` (dot products are
   cosine similarities). An `AlbertSentenceEncoder` exports its own pooling (mean, `[CLS]` or max) and
@@ -22,6 +23,7 @@ The config, the SentencePiece model and its tokenizer options travel along as `a
 `assets/spiece.model` and `assets/spiece.tokenizer_options.json`.
 """
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -41,6 +43,37 @@ _TEXT = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
 TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
 TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
+TEXT_PADDINGS = ("longest", "max_seq_length")
+
+
+@dataclasses.dataclass(frozen=True)
+class TextPacking:
+  """How the text signatures pack texts into model inputs.
+
+  Attributes:
+    max_seq_length: the longest packed input; longer texts (and pairs) are cut to it as in training.
+    padding: "longest" pads each call's batch only to its longest packed text, rounded up to a multiple of
+      `pad_to_multiple_of`: a 20-piece sentence costs 24 positions, not `max_seq_length` (a third of the latency
+      at 128; docs/export-and-serving.md). "max_seq_length" pads every input to `max_seq_length`, the one
+      static shape that TPU serving and XLA want. The outputs at real positions are the same either way.
+    pad_to_multiple_of: the widths "longest" pads to are multiples of this, so a server sees few shapes.
+  """
+  max_seq_length: int
+  padding: str = "longest"
+  pad_to_multiple_of: int = 8
+
+  def check(self, config):
+    """Raises `OptionError` for a length the model cannot take or an unknown padding."""
+    config.check_max_seq_length(self.max_seq_length)
+    if self.padding not in TEXT_PADDINGS:
+      raise OptionError(f"Text padding {self.padding!r} is not one of {', '.join(TEXT_PADDINGS)}.")
+    if self.pad_to_multiple_of < 1:
+      raise OptionError(f"pad_to_multiple_of={self.pad_to_multiple_of} must be a positive integer.")
+
+  def pack(self, tokenizer: GraphTokenizer, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor):
+    """The model inputs of tokenized texts (`ids_b` empty rows for single texts)."""
+    multiple = self.pad_to_multiple_of if self.padding == "longest" else None
+    return tokenizer.pack(ids_a, ids_b, self.max_seq_length, multiple)
 
 
 class AlbertServingModule(tf.Module):
@@ -49,12 +82,12 @@ class AlbertServingModule(tf.Module):
   Args:
     model: a restored `AlbertEncoder`, `AlbertPretrainer` or `AlbertSentenceEncoder`.
     tokenizer: the `GraphTokenizer` of the model's SentencePiece model and options.
-    max_seq_length: length that text inputs are packed to.
+    packing: how text inputs are packed (`TextPacking`).
     fill_mask_top_k: how many candidates `fill_mask` returns at each mask.
     asset_files: files to ship in `assets/`, by name.
   """
 
-  def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, fill_mask_top_k: int = 5,
+  def __init__(self, model, tokenizer: GraphTokenizer, packing: TextPacking, fill_mask_top_k: int = 5,
                asset_files: Optional[dict] = None):
     super().__init__(name="albert")
     # The Keras layers stay out of the object graph, their variables in it: saving a Keras layer traces each of
@@ -64,7 +97,7 @@ class AlbertServingModule(tf.Module):
                     sentence_head=getattr(model, "sentence_head", None) or SentenceEmbeddingHead("mean"))
     self.model_variables = list(model.variables)
     self.tokenizer = tokenizer
-    self.max_seq_length = max_seq_length
+    self.packing = packing
     self.fill_mask_top_k = fill_mask_top_k
     self.assets = {name: tf.saved_model.Asset(path) for name, path in (asset_files or {}).items()}
     # The tokenizer is traced once here and called by every text signature.
@@ -83,7 +116,7 @@ class AlbertServingModule(tf.Module):
     """The model inputs of texts (pairs when `text_b` is given), tokenized by the one traced tokenizer."""
     ids_a = self.tokenize(text_a)
     ids_b = ids_a[:, :0] if text_b is None else self.tokenize(text_b)
-    return self.tokenizer.pack(ids_a, ids_b, self.max_seq_length)
+    return self.packing.pack(self.tokenizer, ids_a, ids_b)
 
   @graph_function(input_signature=[IDS, IDS, IDS])
   def serve(self, input_word_ids, input_mask, input_type_ids):
@@ -156,7 +189,7 @@ def next_version(export_dir: str) -> int:
 def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_length: int,
                        do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None,
                        fill_mask_top_k: int = 5, version: Optional[int] = None,
-                       task_options=None) -> str:
+                       task_options=None, text_padding: str = "longest", pad_to_multiple_of: int = 8) -> str:
   """Writes a SavedModel of a restored model to `<export_dir>/<version>` and returns that path.
 
   The version directory appears whole or not at all: the model is saved beside it and renamed into place.
@@ -168,19 +201,22 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
       see `task_heads.TaskHead.serving_module`).
     export_dir: the model's base directory, as TF Serving's `--model_base_path`.
     spm_model_file: the SentencePiece model the model was trained with.
-    max_seq_length: the length text inputs are packed to (at most `max_position_embeddings`).
+    max_seq_length: the longest packed text input (at most `max_position_embeddings`).
     do_lower_case, keep_accents: the tokenizer options the model was trained with; None: what is recorded
       beside `spm_model_file` (see `albert_tf.text.tokenizer_options`), which a given value must agree with.
     fill_mask_top_k: candidates per mask in `fill_mask`.
     version: the version number; default one more than the highest present.
     task_options: what a fine-tuned model's signatures need besides the model, as its task head takes them
       (how a SQuAD model's `answer_question` reads; None: its defaults). See `run_task_options`.
+    text_padding, pad_to_multiple_of: how the text signatures pad (`TextPacking`): "longest" (the batch's
+      longest text, rounded up to a multiple of `pad_to_multiple_of`) or "max_seq_length" (fixed, for TPUs).
 
   Raises:
     ValueError: a bad length, top-k or version; FileNotFoundError: no SentencePiece model.
   """
   config = model.config
-  config.check_max_seq_length(max_seq_length)
+  packing = TextPacking(max_seq_length, text_padding, pad_to_multiple_of)
+  packing.check(config)
   options = tokenizer_options.resolve_options(spm_model_file, do_lower_case, keep_accents)
   tokenizer = tokenizer_for_model(config, spm_model_file, options.do_lower_case, options.keep_accents)
   if not 1 <= fill_mask_top_k <= config.vocab_size:
@@ -204,9 +240,9 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
                    os.path.basename(options_file): options_file}
     task_head = task_heads.head_of(model)
     if task_head is not None:
-      module = task_head.serving_module(model, tokenizer, max_seq_length, asset_files, task_options)
+      module = task_head.serving_module(model, tokenizer, packing, asset_files, task_options)
     else:
-      module = AlbertServingModule(model, tokenizer, max_seq_length, fill_mask_top_k, asset_files)
+      module = AlbertServingModule(model, tokenizer, packing, fill_mask_top_k, asset_files)
     staging_dir = os.path.join(export_dir, f".{version}.incomplete")
     if tf.io.gfile.exists(staging_dir):
       tf.io.gfile.rmtree(staging_dir)

@@ -104,8 +104,7 @@ def _encoder_embedder(encoder, head: Callable, tokenizer: GraphTokenizer, max_se
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def embed_batch(text):
     ids = tokenizer.encode(text)
-    longest = tf.cast(tf.reduce_max(ids.row_lengths()), tf.int32) + 2
-    inputs = tokenizer.pack(ids, ids[:, :0], tf.minimum(longest, max_seq_length))
+    inputs = tokenizer.pack(ids, ids[:, :0], max_seq_length, pad_to_multiple_of=1)
     return head(encoder(inputs, training=False)["sequence_output"], inputs["input_mask"])
 
   def embed(texts: Sequence[str]) -> np.ndarray:

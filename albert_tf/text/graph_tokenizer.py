@@ -9,6 +9,8 @@ lattice already excludes the "<digit>," pieces that Google's `encode_pieces` spl
 A process that loads the SavedModel must `import tensorflow_text` first: it registers the SentencePiece op.
 """
 
+from typing import Optional
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -114,17 +116,22 @@ class GraphTokenizer(tf.Module):
     return tuple(words.with_flat_values(values).merge_dims(1, 2)
                  for values in (tf.cast(ids, tf.int32), begin, end))
 
-  def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor, max_seq_length):
-    """`[CLS] a [SEP] b [SEP]` (or `[CLS] a [SEP]` where b is empty), padded to `max_seq_length`.
+  def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor, max_seq_length,
+           pad_to_multiple_of: Optional[int] = None):
+    """`[CLS] a [SEP] b [SEP]` (or `[CLS] a [SEP]` where b is empty), padded to `max_seq_length` or shorter.
 
-    `max_seq_length` is a Python int (the outputs then have that static width) or a scalar int32 tensor (as
-    TF Hub's `bert_pack_inputs(..., seq_length)` passes it; the width is then dynamic).
+    `max_seq_length` is a Python int or a scalar int32 tensor (as TF Hub's `bert_pack_inputs(..., seq_length)`
+    passes it). Pairs that are too long for it are cut as Google's `_truncate_seq_pair` cuts them: tokens come off
+    the end of the longer segment (b on a tie) until the pair fits.
 
-    Pairs that are too long are cut as Google's `_truncate_seq_pair` cuts them: tokens come off the end
-    of the longer segment (b on a tie) until the pair fits.
+    Args:
+      pad_to_multiple_of: None pads every row to `max_seq_length` (a static width when it is an int: what TPUs
+        and fixed-shape servers need); k pads the batch only to its longest packed row rounded up to a multiple
+        of k (at most `max_seq_length`), so a short text does not pay for `max_seq_length` positions, and the
+        widths a server sees are few. Padding changes no output at the real positions.
 
     Returns:
-      `input_word_ids`, `input_mask`, `input_type_ids`: int32 `[batch, max_seq_length]`.
+      `input_word_ids`, `input_mask`, `input_type_ids`: int32 `[batch, width]`.
     """
     length_a = tf.cast(ids_a.row_lengths(), tf.int32)
     length_b = tf.cast(ids_b.row_lengths(), tf.int32)
@@ -133,23 +140,28 @@ class GraphTokenizer(tf.Module):
     # Closed form of the pop-from-the-longer loop: a keeps ceil(budget/2) unless b is shorter than that.
     keep_a = tf.minimum(length_a, tf.maximum((budget + 1) // 2, budget - length_b))
     keep_b = tf.minimum(length_b, budget - keep_a)
-
-    # Dense ops only (a few dozen, where ragged concatenation takes a thousand): each position reads from
-    # the segment it falls in. Rows of a and b longer than the sequence are cut by `to_tensor` first.
-    shape = [None, max_seq_length] if isinstance(max_seq_length, int) else tf.stack([-1, max_seq_length])
-    dense_a = ids_a.to_tensor(self.pad_id, shape=shape)
-    dense_b = ids_b.to_tensor(self.pad_id, shape=shape)
-    positions = tf.range(max_seq_length)[tf.newaxis, :]
     end_a = (keep_a + 1)[:, tf.newaxis]  # the position of a's [SEP]
     end_b = end_a + 1 + keep_b[:, tf.newaxis]  # the position of b's [SEP], when there is a b
     has_b = has_b[:, tf.newaxis]
-    index_a = tf.broadcast_to(tf.clip_by_value(positions - 1, 0, max_seq_length - 1), tf.shape(dense_a))
+    length = tf.where(has_b, end_b, end_a) + 1
+
+    if pad_to_multiple_of is None:
+      width = max_seq_length
+    else:
+      longest = tf.reduce_max(tf.concat([length[:, 0], [1]], axis=0))  # 1: an empty batch still has a width
+      width = tf.minimum(max_seq_length, -(-longest // pad_to_multiple_of) * pad_to_multiple_of)
+    # Dense ops only (a few dozen, where ragged concatenation takes a thousand): each position reads from
+    # the segment it falls in. Rows of a and b longer than the sequence are cut by `to_tensor` first.
+    shape = [None, width] if isinstance(width, int) else tf.stack([-1, width])
+    dense_a = ids_a.to_tensor(self.pad_id, shape=shape)
+    dense_b = ids_b.to_tensor(self.pad_id, shape=shape)
+    positions = tf.range(width)[tf.newaxis, :]
+    index_a = tf.broadcast_to(tf.clip_by_value(positions - 1, 0, width - 1), tf.shape(dense_a))
     from_a = tf.gather(dense_a, index_a, batch_dims=1)
-    from_b = tf.gather(dense_b, tf.clip_by_value(positions - end_a - 1, 0, max_seq_length - 1), batch_dims=1)
+    from_b = tf.gather(dense_b, tf.clip_by_value(positions - end_a - 1, 0, width - 1), batch_dims=1)
     in_a = (positions >= 1) & (positions < end_a)
     in_b = has_b & (positions > end_a) & (positions < end_b)
     is_sep = (positions == end_a) | (has_b & (positions == end_b))
-    length = tf.where(has_b, end_b, end_a) + 1
     word_ids = tf.where(in_a, from_a, tf.where(in_b, from_b, tf.where(is_sep, self.sep_id, self.pad_id)))
     word_ids = tf.where(positions == 0, self.cls_id, word_ids)
     input_mask = positions < length
@@ -159,11 +171,12 @@ class GraphTokenizer(tf.Module):
         "input_type_ids": tf.cast(input_mask & (positions > end_a), tf.int32),
     }
 
-  def encode_and_pack(self, text_a: tf.Tensor, text_b: tf.Tensor = None, max_seq_length: int = 128):
+  def encode_and_pack(self, text_a: tf.Tensor, text_b: tf.Tensor = None, max_seq_length: int = 128,
+                      pad_to_multiple_of: Optional[int] = None):
     """`pack` of the encoded texts; `text_b` None (or empty strings) means single segments."""
     ids_a = self.encode(text_a)
     ids_b = self.encode(text_b) if text_b is not None else ids_a[:, :0]
-    return self.pack(ids_a, ids_b, max_seq_length)
+    return self.pack(ids_a, ids_b, max_seq_length, pad_to_multiple_of)
 
 
 def tokenizer_for_model(config, spm_model_file: str, do_lower_case: bool = True,

@@ -6,7 +6,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from albert_tf.serving.saved_model import IDS, TEXT_A, TEXT_B, AlbertServingModule
+from albert_tf.serving.saved_model import IDS, TEXT_A, TEXT_B, AlbertServingModule, TextPacking
 from albert_tf.serving.tracing import graph_function
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.tasks.classification.model import AlbertClassifier
@@ -17,12 +17,12 @@ class AlbertClassifierServingModule(AlbertServingModule):
 
   Args:
     model: a restored `AlbertClassifier`.
-    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+    tokenizer, packing, asset_files: as for `AlbertServingModule`.
   """
 
-  def __init__(self, model: AlbertClassifier, tokenizer: GraphTokenizer, max_seq_length: int,
+  def __init__(self, model: AlbertClassifier, tokenizer: GraphTokenizer, packing: TextPacking,
                asset_files: Optional[dict] = None):
-    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
+    super().__init__(model, tokenizer, packing, asset_files=asset_files)
     self._untracked(classifier_head=model.classifier_head)
     self.label_names = None if model.is_regression else tf.constant(model.label_names)
 
@@ -49,8 +49,8 @@ class AlbertClassifierServingModule(AlbertServingModule):
                 classify_text_pair=self.classify_text.get_concrete_function(TEXT_A, TEXT_B))
 
 
-def serving_module(model: AlbertClassifier, tokenizer: GraphTokenizer, max_seq_length: int, asset_files: dict,
+def serving_module(model: AlbertClassifier, tokenizer: GraphTokenizer, packing: TextPacking, asset_files: dict,
                    task_options=None) -> AlbertClassifierServingModule:
   """`task_heads.TaskHead.serving_module`: a classifier needs nothing besides its model."""
   del task_options
-  return AlbertClassifierServingModule(model, tokenizer, max_seq_length, asset_files)
+  return AlbertClassifierServingModule(model, tokenizer, packing, asset_files)

@@ -5,7 +5,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from albert_tf.serving.saved_model import AlbertServingModule
+from albert_tf.serving.saved_model import AlbertServingModule, TextPacking
 from albert_tf.serving.tracing import graph_function
 from albert_tf.tasks.race.model import AlbertMultipleChoice
 from albert_tf.text.graph_tokenizer import GraphTokenizer
@@ -18,7 +18,7 @@ class AlbertMultipleChoiceServingModule(AlbertServingModule):
 
   Args:
     model: a restored `AlbertMultipleChoice`.
-    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+    tokenizer, packing, asset_files: as for `AlbertServingModule`.
   """
 
   @graph_function(input_signature=[_CHOICE_IDS, _CHOICE_IDS, _CHOICE_IDS])
@@ -31,8 +31,8 @@ class AlbertMultipleChoiceServingModule(AlbertServingModule):
     return dict(super().signatures(), serving_default=self.choose.get_concrete_function())
 
 
-def serving_module(model: AlbertMultipleChoice, tokenizer: GraphTokenizer, max_seq_length: int,
+def serving_module(model: AlbertMultipleChoice, tokenizer: GraphTokenizer, packing: TextPacking,
                    asset_files: Optional[dict], task_options=None) -> AlbertMultipleChoiceServingModule:
   """`task_heads.TaskHead.serving_module`: multiple choice needs nothing besides its model."""
   del task_options
-  return AlbertMultipleChoiceServingModule(model, tokenizer, max_seq_length, asset_files)
+  return AlbertMultipleChoiceServingModule(model, tokenizer, packing, asset_files=asset_files)

@@ -10,7 +10,7 @@ from typing import Optional
 import tensorflow as tf
 
 from albert_tf.modeling import checkpoints as checkpoint_lib
-from albert_tf.serving.saved_model import IDS, AlbertServingModule
+from albert_tf.serving.saved_model import IDS, AlbertServingModule, TextPacking
 from albert_tf.serving.tracing import graph_function
 from albert_tf.tasks.squad import answer_spans
 from albert_tf.tasks.squad.answer_spans import READING_SETTINGS, QuestionAnsweringOptions
@@ -27,14 +27,14 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
 
   Args:
     model: a restored `AlbertQuestionAnswerer` or `AlbertQuestionAnswererV2`.
-    tokenizer, max_seq_length, asset_files: as for `AlbertServingModule`.
+    tokenizer, packing, asset_files: as for `AlbertServingModule`.
     options: how questions and contexts are read, as in training.
   """
 
-  def __init__(self, model, tokenizer: GraphTokenizer, max_seq_length: int, options: QuestionAnsweringOptions,
+  def __init__(self, model, tokenizer: GraphTokenizer, packing: TextPacking, options: QuestionAnsweringOptions,
                asset_files: Optional[dict] = None):
-    super().__init__(model, tokenizer, max_seq_length, asset_files=asset_files)
-    options.check(max_seq_length)
+    super().__init__(model, tokenizer, packing, asset_files=asset_files)
+    options.check(packing.max_seq_length)
     self.options = options
     self.is_v2 = isinstance(model, AlbertQuestionAnswererV2)
     threshold = options.no_answer_threshold
@@ -51,7 +51,8 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
 
   @graph_function(input_signature=[_QUESTION, _CONTEXT])
   def answer_question(self, question, context):
-    windows = answer_spans.question_windows(self.tokenizer, question, context, self.max_seq_length, self.options)
+    windows = answer_spans.question_windows(self.tokenizer, question, context, self.packing.max_seq_length,
+                                            self.options)
     outputs = self.model(windows["inputs"], training=False)
     if not self.is_v2:
       spans = answer_spans.span_scores_v1(windows, outputs["start_logits"], outputs["end_logits"], self.options)
@@ -69,11 +70,11 @@ class AlbertQuestionAnsweringServingModule(AlbertServingModule):
                 answer_question=self.answer_question.get_concrete_function())
 
 
-def serving_module(model, tokenizer: GraphTokenizer, max_seq_length: int, asset_files: Optional[dict],
+def serving_module(model, tokenizer: GraphTokenizer, packing: TextPacking, asset_files: Optional[dict],
                    task_options: Optional[QuestionAnsweringOptions] = None) -> AlbertQuestionAnsweringServingModule:
   """`task_heads.TaskHead.serving_module`: `task_options` says how questions are read (default Google's flags'
   defaults)."""
-  return AlbertQuestionAnsweringServingModule(model, tokenizer, max_seq_length,
+  return AlbertQuestionAnsweringServingModule(model, tokenizer, packing,
                                               task_options or QuestionAnsweringOptions(), asset_files)
 
 
