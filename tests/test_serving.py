@@ -318,6 +318,21 @@ def test_export_refuses_an_unknown_text_padding(exported, tmp_path):
   assert not os.listdir(tmp_path)
 
 
+def test_a_multiple_choice_export_carries_its_tokenizer_and_scores_the_options_as_keras(tmp_path):
+  """RACE's serving module once took its asset files as `fill_mask_top_k`: its SavedModel had no tokenizer."""
+  model = albert_tf.AlbertMultipleChoice(tiny_config(vocab_size=8000), dropout_rate=0.0)
+  batch = padded_batch(8000)
+  del batch["masked_lm_positions"]
+  options = {key: tf.stack([batch[key], batch[key][::-1]], axis=1) for key in batch}
+  model(options)
+  randomize(model, scale=0.1)
+  path = saved_model.export_saved_model(model, str(tmp_path), SP8K_MODEL, MAX_SEQ_LENGTH)
+  assert sorted(os.listdir(os.path.join(path, "assets"))) == ["albert_config.json", "spiece.model",
+                                                               "spiece.tokenizer_options.json"]
+  served = tf.saved_model.load(path).signatures["serving_default"](**options)
+  np.testing.assert_allclose(served["probabilities"], tf.nn.softmax(model(options)["logits"]), atol=1e-5)
+
+
 def test_fill_mask_counts_only_the_masks_that_fit_in_max_seq_length(exported, loaded):
   model = exported[0]
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
