@@ -124,13 +124,13 @@ def build_models(output_dir: str, spm_model_file: str, albert_config_file: str, 
                     dynamic_axes=dict(axes, logits={0: "batch"}), dynamo=False, opset_version=17)
 
 
-PATHS = {  # name -> what `load_path` builds
-    "our SavedModel, classify_text, padded to the longest text": "saved_longest",
-    BFLOAT16_MATH: "saved_longest",
-    FIXED: "saved_fixed",
-    "transformers (torch) on our HF export": "torch",
-    REFERENCE: "runtime_hf",
-    "ONNX Runtime, our ONNX export (export_onnx)": "runtime_ours",
+PATHS = {  # name -> (what `load_path` builds, the environment its process serves in)
+    "our SavedModel, classify_text, padded to the longest text": ("saved_longest", {}),
+    BFLOAT16_MATH: ("saved_longest", {"ONEDNN_DEFAULT_FPMATH_MODE": "BF16"}),
+    FIXED: ("saved_fixed", {}),
+    "transformers (torch) on our HF export": ("torch", {}),
+    REFERENCE: ("runtime_hf", {}),
+    "ONNX Runtime, our ONNX export (export_onnx)": ("runtime_ours", {}),
 }
 
 
@@ -224,13 +224,16 @@ def main(argv):
 
   context = multiprocessing.get_context("spawn")
   connections, workers = {}, []
-  for name, kind in PATHS.items():
+  parent_environment = dict(os.environ)
+  for name, (kind, environment) in PATHS.items():
     connections[name], child = context.Pipe()
     workers.append(context.Process(target=serve_path, args=(kind, output_dir, child), daemon=True))
     # A spawned process starts with the parent's environment, which oneDNN reads when it starts.
-    os.environ["ONEDNN_DEFAULT_FPMATH_MODE"] = "BF16" if name == BFLOAT16_MATH else "STRICT"
+    os.environ.clear()
+    os.environ.update(parent_environment, **environment)
     workers[-1].start()
-  del os.environ["ONEDNN_DEFAULT_FPMATH_MODE"]
+  os.environ.clear()
+  os.environ.update(parent_environment)
   batches = [texts[start:start + FLAGS.batch_size] for start in range(0, len(texts), FLAGS.batch_size)]
   probabilities = {}
   for name, connection in connections.items():
