@@ -7,7 +7,8 @@ import setuptools
 # measure the project, and are run from a checkout.
 TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_classifier", "run_squad_v1",
          "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
-         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub", "export_onnx")
+         "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub", "export_onnx",
+         "run_token_classification", "run_dependency_parsing")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.
@@ -57,11 +58,11 @@ setuptools.setup(
         "beam": BEAM,
         "korean": KOREAN,
         "onnx": ONNX,
-        # scikit-learn and SciPy: the metrics are checked against them. pytest-xdist: the suite runs on 2 cores.
-        # sentence-transformers: exported sentence encoders are loaded with it. The optional extras too, so that
-        # none of their tests can skip (ONNX Runtime also serves the ONNX exports in benchmarks/benchmark_serving.py).
+        # scikit-learn, SciPy and seqeval: the metrics are checked against them. pytest-xdist: the suite runs on
+        # 2 cores. sentence-transformers: exported sentence encoders are loaded with it. The optional extras too,
+        # so that none of their tests can skip (ONNX Runtime also serves the ONNX exports in benchmarks/benchmark_serving.py).
         "test": ["pytest", "pytest-xdist", "transformers", "torch==2.13.0", "safetensors", "scikit-learn",
-                 "scipy", "sentence-transformers~=6.2"] + BEAM + KOREAN + ONNX,
+                 "scipy", "seqeval", "sentence-transformers~=6.2"] + BEAM + KOREAN + ONNX,
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -17,12 +17,14 @@ _PUBLIC = {
     "AlbertClassifier": "albert_tf.tasks.classification.model",
     "AlbertConfig": "albert_tf.modeling.config",
     "AlbertConfigError": "albert_tf.errors",
+    "AlbertDependencyParser": "albert_tf.tasks.dependency_parsing.model",
     "AlbertEncoder": "albert_tf.modeling.encoder",
     "AlbertMultipleChoice": "albert_tf.tasks.race.model",
     "AlbertPretrainer": "albert_tf.modeling.pretrainer",
     "AlbertQuestionAnswerer": "albert_tf.tasks.squad.model",
     "AlbertQuestionAnswererV2": "albert_tf.tasks.squad.model",
     "AlbertSentenceEncoder": "albert_tf.modeling.sentence_encoder",
+    "AlbertTokenClassifier": "albert_tf.tasks.token_classification.model",
 }
 __all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"

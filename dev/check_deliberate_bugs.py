@@ -86,6 +86,17 @@ BUGS = {
     "answer_question_ignores_max_context": Bug(
         "albert_tf/tasks/squad/answer_spans.py", 'start_ok = windows["is_max_context"] & ',
         'start_ok = windows["in_context"] & ', ["tests/test_reading_comprehension.py", "-k", "in_graph_windows"]),
+    "ner_piece_tag_on_every_character": Bug(
+        "albert_tf/tasks/token_classification/data.py",
+        "tags.append(piece_tags[piece] if starts else continuation(piece_tags[piece]))",
+        "tags.append(piece_tags[piece])", ["tests/test_token_classification_data.py"]),
+    "tag_text_entity_ends_at_a_bare_piece": Bug(
+        "albert_tf/tasks/token_classification/serving.py", "spans = of_start & (end > begin)[:, tf.newaxis, :]",
+        "spans = of_start", ["tests/test_token_classifier.py", "-k", "tag_text"]),
+    "las_counts_relations_under_wrong_heads": Bug(
+        "albert_tf/tasks/dependency_parsing/metrics.py",
+        "predicted_labels = np.where(predicted_heads == gold_heads, predicted_labels, _WRONG_HEAD)",
+        "predicted_labels = np.asarray(predicted_labels)", ["tests/test_dependency_parsing_parts.py", "-k", "metric"]),
     "recomputation_redraws_dropout": Bug(
         "albert_tf/modeling/encoder.py", "training=True, dropout_seed=dropout_seed))", "training=True))",
         ["tests/test_further_pretraining.py", "-k", "dropout_masks"]),

@@ -447,3 +447,29 @@ def test_sentence_encoder_learns_korean_sts_and_scores_as_scipy(korean_dirs, tmp
   assert figures["pearson"] == pytest.approx(stats.pearsonr(cosines, scores)[0], abs=1e-6)
   info = json.loads((output_dir / finetuning.RUN_INFO_FILE).read_text())
   assert info["task"] == name and info["sentence_embedding"] == {"pooling": pooling, "projection_dim": projection_dim}
+
+
+KLUE_DEV_FILES = {"klue-nli": os.path.join(SHARED, "klue", "klue-nli-v1.1_dev.json"),
+                  "klue-sts": os.path.join(SHARED, "klue", "klue-sts-v1.1_dev.json")}
+
+
+@pytest.mark.parametrize("task_name", sorted(KLUE_DEV_FILES))
+def test_the_real_klue_dev_files_read_as_their_json_says(task_name):
+  """KLUE v1.1's real NLI and STS dev files (../shared/klue): every record becomes its example, and KLUE-STS's
+  binary-label is the threshold rule that our binary_f1 applies to scores."""
+  path = KLUE_DEV_FILES[task_name]
+  with open(path, encoding="utf-8") as reader:
+    records = json.load(reader)
+  examples = get_task(task_name).read_examples(path, "dev")
+  assert len(examples) == len(records) > 100
+  for example, record in zip(examples, records):
+    assert example.guid == record["guid"]
+    if task_name == "klue-nli":
+      assert (example.text_a, example.text_b, example.label) == (record["premise"], record["hypothesis"],
+                                                                   record["gold_label"])
+    else:
+      assert (example.text_a, example.text_b, example.label) == (record["sentence1"], record["sentence2"],
+                                                                   record["labels"]["label"])
+      assert record["labels"]["binary-label"] == int(example.label >= metrics.KLUE_STS_BINARY_THRESHOLD)
+  if task_name == "klue-nli":
+    assert {example.label for example in examples} == set(get_task(task_name).label_list)

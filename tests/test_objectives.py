@@ -12,11 +12,13 @@ import numpy as np
 
 from albert_tf.tasks.classification.catalogue import get_task
 from albert_tf.tasks.classification.objective import ClassifierObjective
+from albert_tf.tasks.dependency_parsing.objective import DependencyParsingObjective
 from albert_tf.tasks.race.objective import MultipleChoiceObjective
 from albert_tf.tasks.similarity.distillation import DistillationObjective
 from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
 from albert_tf.tasks.similarity.parallel_text import ParallelPair
 from albert_tf.tasks.squad.objective import SquadObjective, SquadSettings
+from albert_tf.tasks.token_classification.objective import TokenClassificationObjective
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import finetuning, loop, pretraining
 import albert_tf.tasks
@@ -51,6 +53,8 @@ def instances():
       DistillationObjective: DistillationObjective(pairs, np.zeros([1, 4], np.float32), dev_size=0, seed=1),
       SquadObjective: SquadObjective(SquadSettings(version=2), tokenizer, max_seq_length=128),
       MultipleChoiceObjective: MultipleChoiceObjective(tokenizer),
+      TokenClassificationObjective: TokenClassificationObjective("klue-ner", tokenizer),
+      DependencyParsingObjective: DependencyParsingObjective(tokenizer, "klue-dp"),
   }
 
 

@@ -12,6 +12,8 @@ from albert_tf.interop import huggingface
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling import task_heads
 from albert_tf.modeling.weight_names import named_weights
+from albert_tf.tasks.dependency_parsing.model import AlbertDependencyParser
+from albert_tf.tasks.token_classification.model import AlbertTokenClassifier
 from conftest import REPO, randomize, tiny_config
 
 # One model of each registered head. A new head fails `test_every_head_has_an_example` until it is added here.
@@ -20,6 +22,9 @@ EXAMPLES = {
     "choice_head": albert_tf.AlbertMultipleChoice,
     "squad_head": albert_tf.AlbertQuestionAnswerer,
     "squad_v2_head": lambda config: albert_tf.AlbertQuestionAnswererV2(config, start_n_top=3, end_n_top=2),
+    "token_classifier_head": lambda config: AlbertTokenClassifier(config, ["O", "B-PER", "I-PER"]),
+    "dependency_parser_head": lambda config: AlbertDependencyParser(
+        config, ["NP", "VP", "AP"], pos_vocab_size=5, pos_embedding_size=4, arc_units=8, label_units=6),
 }
 
 

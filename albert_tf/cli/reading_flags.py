@@ -9,10 +9,14 @@ from absl import flags
 
 from albert_tf.cli import finetuning_flags
 from albert_tf.errors import OptionError
+from albert_tf.tasks.dependency_parsing import data as parsing_data
+from albert_tf.tasks.dependency_parsing import objective as parsing_objective
 from albert_tf.tasks.race import objective as race_objective
 from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import objective as squad_objective
 from albert_tf.tasks.squad.answer_spans import QuestionAnsweringOptions
+from albert_tf.tasks.token_classification import data as tagging_data
+from albert_tf.tasks.token_classification import objective as tagging_objective
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import finetuning
 
@@ -110,5 +114,68 @@ def race_run_from_flags():
   tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
   objective = race_objective.MultipleChoiceObjective(tokenizer, FLAGS.max_qa_length, FLAGS.high_only,
                                                      FLAGS.middle_only)
+  options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
+  return options, objective
+
+
+def define_token_classification_flags():
+  """The flags of run_token_classification (and the shared fine-tuning flags)."""
+  finetuning_flags.define_run_flags()
+  finetuning_flags.define_schedule_flags()
+  flags.DEFINE_enum("task_name", None, list(tagging_data.FORMATS), "The files' layout: klue-ner (KLUE's "
+                    "character TSV), conll (a word a line, its tag in the last column, blank lines between "
+                    "sentences) or tsv (a word and its tag a line, tab-separated, blank lines between sentences).")
+  flags.DEFINE_string("data_dir", None, "The folder of the split files (klue-ner: klue-ner-v1.1_{train,dev}.tsv; "
+                      "conll: train.txt, dev.txt or valid.txt, test.txt, or CoNLL-2003's eng.train, eng.testa, "
+                      "eng.testb; tsv: train.tsv, dev.tsv, test.tsv), or one file, read as each split.")
+  flags.DEFINE_list("label_list", None, "The tags in id order (default: KLUE's for klue-ner, else O and the "
+                    "train split's B-/I- tags, sorted by type).")
+  flags.DEFINE_integer("doc_stride", 64, "Pieces between the starts of a long sentence's windows; each piece is "
+                       "predicted from the window where it has the most context.")
+  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
+  flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
+  flags.mark_flags_as_required(["task_name", "data_dir"])
+  for name, default in (("max_seq_length", 128), ("train_step", 2000), ("warmup_step", 200),
+                        ("save_checkpoints_steps", 500), ("do_train", True), ("predict_batch_size", 32)):
+    FLAGS.set_default(name, default)
+
+
+def token_classification_run_from_flags():
+  """The `FineTuningOptions` and `TokenClassificationObjective` of the flags."""
+  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
+  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+  objective = tagging_objective.TokenClassificationObjective(FLAGS.task_name, tokenizer, FLAGS.doc_stride,
+                                                             FLAGS.label_list)
+  options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
+  return options, objective
+
+
+def define_dependency_parsing_flags():
+  """The flags of run_dependency_parsing (and the shared fine-tuning flags)."""
+  finetuning_flags.define_run_flags()
+  finetuning_flags.define_schedule_flags()
+  flags.DEFINE_enum("task_name", None, list(parsing_data.FORMATS), "The treebank's format: klue-dp "
+                    "(KLUE-DP's TSV, an eojeol a line) or conllu (Universal Dependencies' CoNLL-U).")
+  flags.DEFINE_string("data_dir", None, "The folder of the split files (klue-dp: "
+                      "klue-dp-v1.1_{train,dev}.tsv, here or in its klue-dp-v1.1/ folder, the test split "
+                      "reading the dev file; conllu: <treebank>-ud-{train,dev,test}.conllu or "
+                      "{train,dev,test}.conllu).")
+  flags.DEFINE_integer("max_words", 64, "Words of a sentence the parser reads (a static shape); the words "
+                       "of longer sentences after it, and after --max_seq_length pieces, are cut and not "
+                       "scored.")
+  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
+  flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
+  flags.mark_flags_as_required(["task_name", "data_dir"])
+  for name, default in (("max_seq_length", 128), ("train_step", 3000), ("warmup_step", 300),
+                        ("save_checkpoints_steps", 500), ("do_train", True), ("predict_batch_size", 32)):
+    FLAGS.set_default(name, default)
+
+
+def dependency_parsing_run_from_flags():
+  """The `FineTuningOptions` and `DependencyParsingObjective` of the flags."""
+  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
+  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case,
+                                     text_options.keep_accents)
+  objective = parsing_objective.DependencyParsingObjective(tokenizer, FLAGS.task_name, FLAGS.max_words)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
   return options, objective

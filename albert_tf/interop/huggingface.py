@@ -7,8 +7,9 @@ which logs unmatched names and leaves those weights random.
 
 A sentence encoder's folder is also a sentence-transformers model (`sentence_transformers_folders`).
 
-`convert_hf_folder` reads a folder (`AlbertForPreTraining`, `AlbertForMaskedLM` or `AlbertModel`) back into our
-model, through the same names, all or nothing (`source_tensors`).
+`convert_hf_folder` reads a folder (`AlbertForPreTraining`, `AlbertForMaskedLM`, `AlbertModel`, or the class
+a task head's `task_heads.TaskHead.hf_architecture` names) back into our model, through the same names, all or
+nothing (`source_tensors`).
 """
 
 import dataclasses
@@ -199,7 +200,8 @@ def is_hf_folder(path: str) -> bool:
 
 
 def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conversion:
-  """Converts a Hugging Face ALBERT folder (`AlbertForPreTraining`, `AlbertForMaskedLM` or `AlbertModel`).
+  """Converts a Hugging Face ALBERT folder (`AlbertForPreTraining`, `AlbertForMaskedLM`, `AlbertModel`, or the
+  transformers class of a task head that converts: `task_heads.TaskHead.hf_architecture`).
 
   Args:
     folder: holds `config.json` and `model.safetensors`, a sharded `model.safetensors.index.json`, or
@@ -207,8 +209,9 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
     spm_model_file: the SentencePiece model; default the folder's `spiece.model` if there is one.
 
   Returns:
-    The conversion: `predictions.*` gives the masked-LM head and `sop_classifier.*` the sentence-order
-    head; without them the model is the encoder.
+    The conversion: a folder whose config.json's `architectures` is a task head's `hf_architecture` gives that
+    head's model (`hf_rebuild`: its labels...); else `predictions.*` gives the masked-LM head and
+    `sop_classifier.*` the sentence-order head, and without them the model is the encoder.
 
   Raises:
     FileNotFoundError: no config.json or weights file in `folder`.
@@ -219,7 +222,8 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
   if not os.path.isfile(config_file):
     raise InputFileError(f"Hugging Face config not found: {config_file}")
   with open(config_file, encoding="utf-8") as reader:
-    config = _config_from_hf(json.load(reader), config_file)
+    values = json.load(reader)
+  config = _config_from_hf(values, config_file)
   tensors = read_hf_weights(folder)
   ignored = {"tied decoder copies": 0, "position_ids buffers": 0}
   for name in list(tensors):
@@ -234,10 +238,16 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
   def key(hf_name):  # a bare `AlbertModel` is saved without the `albert.` prefix of the head models
     return hf_name if has_prefix else hf_name.removeprefix(_HF_PREFIX)
 
-  heads = {head for head, scope in (("masked_lm_head", "predictions."),
-                                    ("sentence_order_head", "sop_classifier."))
-           if any(name.startswith(scope) for name in tensors)}
-  model = checkpoint_lib.model_with_heads(config, heads)
+  architectures = values.get("architectures") or []
+  task_head = next((head for head in task_heads.registered_heads()
+                    if head.hf_architecture is not None and head.hf_architecture in architectures), None)
+  if task_head is not None:
+    model = task_head.hf_rebuild(config, values)
+  else:
+    heads = {head for head, scope in (("masked_lm_head", "predictions."),
+                                      ("sentence_order_head", "sop_classifier."))
+             if any(name.startswith(scope) for name in tensors)}
+    model = checkpoint_lib.model_with_heads(config, heads)
   targets = {key(names.hf): (variable, names.transpose_for_hf) for names, variable in named_weights(model)}
   problems, notes = [], []
   if getattr(model, "encoder", model).embeddings.projection is None:

@@ -36,6 +36,10 @@ class TaskHead:
     hf_config: the model -> its transformers class and settings for `config.json` (`architectures`, labels,
       ...); None when transformers has no ALBERT class for the head (export refuses it).
     hf_dropped_prefixes: encoder weights that the transformers class does not have (e.g. a pooler).
+    hf_architecture: the transformers class whose folders (their config.json's `architectures`) convert into
+      this head's model; None when conversion refuses such folders (their head has no place in the model).
+    hf_rebuild: (config, the folder's config.json values) -> the built model, ready to fill, for a folder of
+      `hf_architecture` (its labels...).
     google_scope: the TF1 scope that marks the head in one of Google's fine-tuned checkpoints, which conversion
       looks for; None when Google's checkpoints cannot tell it from another head's.
     serving_module: (model, tokenizer, packing, asset_files, task_options) -> the SavedModel's module
@@ -52,6 +56,8 @@ class TaskHead:
   serving_module: Callable[..., Any]
   hf_config: Optional[Callable[[Any], Dict]] = None
   hf_dropped_prefixes: Tuple[str, ...] = ()
+  hf_architecture: Optional[str] = None
+  hf_rebuild: Optional[Callable[[Any, Dict], Any]] = None
   google_scope: Optional[str] = None
   serving_options_of_run: Optional[Callable[[str], Any]] = None
 
@@ -61,6 +67,8 @@ _HEADS: Dict[str, TaskHead] = {}
 
 def register(head: TaskHead) -> TaskHead:
   """Adds `head` to the registry (a task package does, on import); returns it."""
+  if (head.hf_architecture is None) != (head.hf_rebuild is None):
+    raise ValueError(f"{head.model_class.__name__}'s head: hf_architecture and hf_rebuild go together.")
   registered = _HEADS.setdefault(head.attribute, head)
   if registered is not head:
     raise ValueError(f"Two task heads are called {head.attribute!r}: {registered.model_class.__name__}'s and "

@@ -5,6 +5,8 @@ objective, metrics and prediction files, its serving signatures), over the share
 - `similarity`: sentence embeddings (Sentence-BERT STS regression, cross-lingual distillation, STS evaluation).
 - `squad`: SQuAD v1.1 and v2.0 (Google's `run_squad_v1`, `run_squad_v2`).
 - `race`: multiple choice (Google's `run_race`).
+- `token_classification`: a tag per character or word (KLUE-NER, CoNLL-style NER, tagged words).
+- `dependency_parsing`: dependency trees (KLUE-DP, CoNLL-U), a biaffine parser.
 
 A package with a task head registers it in `albert_tf.modeling.task_heads` when imported; the registry imports
 every package here on its first lookup. docs/adding-a-task.md says how to add one.
