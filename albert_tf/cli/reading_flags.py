@@ -25,6 +25,11 @@ TRAIN_FEATURE_FILE = "train_features.tfrecord"
 PREDICT_FEATURE_FILE = "predict_features.tfrecord"
 
 
+def _model_tokenizer() -> SentencePieceTokenizer:
+  """The Python tokenizer of --spm_model_file, with the options of its record or flags."""
+  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
+  return SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+
 def define_squad_flags(version: int):
   """The flags of Google's run_squad_v<version>.py (and the shared fine-tuning flags)."""
   finetuning_flags.define_run_flags()
@@ -62,8 +67,7 @@ def squad_run_from_flags(version: int):
     raise OptionError(f"--num_train_epochs={FLAGS.num_train_epochs} must be positive.")
   if not 0 <= FLAGS.warmup_proportion < 1:
     raise OptionError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1).")
-  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
-  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+  tokenizer = _model_tokenizer()
   settings = squad_objective.SquadSettings(
       version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),
@@ -110,8 +114,7 @@ def define_race_flags():
 
 def race_run_from_flags():
   """The `FineTuningOptions` and `MultipleChoiceObjective` of the flags."""
-  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
-  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+  tokenizer = _model_tokenizer()
   objective = race_objective.MultipleChoiceObjective(tokenizer, FLAGS.max_qa_length, FLAGS.high_only,
                                                      FLAGS.middle_only)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
@@ -142,8 +145,7 @@ def define_token_classification_flags():
 
 def token_classification_run_from_flags():
   """The `FineTuningOptions` and `TokenClassificationObjective` of the flags."""
-  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
-  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case, text_options.keep_accents)
+  tokenizer = _model_tokenizer()
   objective = tagging_objective.TokenClassificationObjective(FLAGS.task_name, tokenizer, FLAGS.doc_stride,
                                                              FLAGS.label_list)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
@@ -173,9 +175,7 @@ def define_dependency_parsing_flags():
 
 def dependency_parsing_run_from_flags():
   """The `FineTuningOptions` and `DependencyParsingObjective` of the flags."""
-  text_options = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file)
-  tokenizer = SentencePieceTokenizer(FLAGS.spm_model_file, text_options.do_lower_case,
-                                     text_options.keep_accents)
+  tokenizer = _model_tokenizer()
   objective = parsing_objective.DependencyParsingObjective(tokenizer, FLAGS.task_name, FLAGS.max_words)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
   return options, objective

@@ -103,8 +103,8 @@ class TokenClassificationObjective(FineTuningDefaults):
     if self.label_list is None:
       self.label_list = data.label_list_from_examples(examples)
 
-  def _label_ids(self, example: data.TokenExample) -> List[int]:
-    ids = {label: index for index, label in enumerate(self.label_list)}
+  def _label_ids(self, example: data.TokenExample, ids: Dict[str, int]) -> List[int]:
+    """The tag ids of a sentence (`ids`: tag -> id)."""
     unknown = sorted(set(example.labels) - set(ids))
     if unknown:
       raise TaskError(f"Sentence {example.guid} has tags {unknown} that the model does not know "
@@ -117,10 +117,11 @@ class TokenClassificationObjective(FineTuningDefaults):
     elsewhere (the other pieces, [CLS], [SEP] and padding)."""
     del tokenizer, description
     cls_id, sep_id = self.tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
+    label_ids = {label: index for index, label in enumerate(self.label_list)}
     alignments, all_windows, rows, sequences, labels = [], [], [], [], []
     for example_index, example in enumerate(examples):
       alignment = data.align_example(example, self.tokenizer)
-      piece_labels = alignment.piece_label_ids(self._label_ids(example))
+      piece_labels = alignment.piece_label_ids(self._label_ids(example, label_ids))
       sentence_windows = data.windows(len(alignment.pieces), max_seq_length, self.doc_stride)
       alignments.append(alignment)
       all_windows.append(sentence_windows)
