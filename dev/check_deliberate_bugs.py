@@ -97,6 +97,14 @@ BUGS = {
         "albert_tf/tasks/dependency_parsing/metrics.py",
         "predicted_labels = np.where(predicted_heads == gold_heads, predicted_labels, _WRONG_HEAD)",
         "predicted_labels = np.asarray(predicted_labels)", ["tests/test_dependency_parsing_parts.py", "-k", "metric"]),
+    "projective_trees_score_the_root_word_without_its_right_side": Bug(
+        "albert_tf/tasks/dependency_parsing/decoding.py", "words * size + tf.maximum(count, 1), batch_dims=1)",
+        "words * size + words, batch_dims=1)",
+        ["tests/test_dependency_parsing_parts.py", "-k", "projective"]),
+    "parse_text_reads_a_bare_word_boundary_piece": Bug(
+        "albert_tf/tasks/dependency_parsing/serving.py", "first_piece_index = tf.where(word_mask > 0, starts + skips, 0)",
+        "first_piece_index = tf.where(word_mask > 0, starts, 0)",
+        ["tests/test_dependency_parsing.py", "-k", "parse_text"]),
     "recomputation_redraws_dropout": Bug(
         "albert_tf/modeling/encoder.py", "training=True, dropout_seed=dropout_seed))", "training=True))",
         ["tests/test_further_pretraining.py", "-k", "dropout_masks"]),

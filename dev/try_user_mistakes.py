@@ -1,13 +1,14 @@
 """Makes the mistakes a new user makes, each in a fresh process as a user would, and prints what each tool answers:
 the table of docs/user-mistakes.md.
 
-  python dev/try_user_mistakes.py                 # every mistake (about 2 minutes on 2 cores)
+  python dev/try_user_mistakes.py                 # every mistake (about 3 minutes on 2 cores)
   python dev/try_user_mistakes.py --only=overwrite,gzip
 
 A developer's check beside the tests (tests/test_output_destinations.py and the test of each tool hold the same
 cases in-process). Each row: the mistake, the command (shortened), its exit status, the last line it printed on
 stderr, and whether it left anything in the folder it was given. The inputs (a small corpus, a vocabulary, masked
-records, a tiny config and checkpoint) are built once in a temporary folder, removed afterwards.
+records, a tiny config and checkpoint) are built once in a temporary folder, removed afterwards; the tagged and
+parsed sentences are a few lines written here.
 """
 
 import dataclasses
@@ -40,6 +41,18 @@ SQUAD_V2 = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context"
     {"id": "q1", "question": "What is blue?", "answers": [{"text": "The sky", "answer_start": 0}],
      "is_impossible": False},
     {"id": "q2", "question": "What is red?", "answers": [], "is_impossible": True}]}]}]}
+# KLUE-NER's layout: a sentence's header, then a character and its tag a line (a space is a character).
+KLUE_NER = ["## klue-ner-v1.1_train_00000\t<유희열:PS>이 울었다.", "유\tB-PS", "희\tI-PS", "열\tI-PS", "이\tO", " \tO",
+            "울\tO", "었\tO", "다\tO", ".\tO"]
+# CoNLL-2003's original release tags IOB1: an entity starts with I- (B- only between two of one type).
+CONLL_IOB1 = ["-DOCSTART- -X- O O", "", "EU NNP I-NP I-ORG", "rejects VBZ I-VP O", "German JJ I-NP I-MISC",
+              "call NN I-NP O", ". . O O"]
+# KLUE-DP's layout: five comment lines, then a sentence's header and an eojeol a line (INDEX WORD_FORM LEMMA POS
+# HEAD DEPREL).
+KLUE_DP = ["## 토큰, 레이블 구분자 : \\t", "## 토큰 구분자 : \\n", "## 문장 구분자 : \\n\\n", "## 주석 : ##",
+           "## 칼럼명 : INDEX\tWORD_FORM\tLEMMA\tPOS\tHEAD\tDEPREL",
+           "## klue-dp-v1.1_train_00000\t유희열이 눈물을 흘렸다.", "1\t유희열이\t유희열 이\tNNP+JKS\t3\tNP_SBJ",
+           "2\t눈물을\t눈물 을\tNNG+JKO\t3\tNP_OBJ", "3\t흘렸다.\t흘리 었 다 .\tVV+EP+EF+SF\t0\tVP"]
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("only", None, "Names of the mistakes to make (default: all).")
@@ -75,6 +88,12 @@ def _snapshot(path: str) -> List[str]:
       return [reader.read().hex()[:64]]
   return sorted(os.path.relpath(os.path.join(root, name), path) for root, dirs, names in os.walk(path)
                 for name in dirs + names)
+
+
+def _file_of(lines: Sequence[str], changed: dict = None) -> bytes:
+  """A UTF-8 file of `lines`, those of `changed` (1-based line number -> line) replaced."""
+  changed = changed or {}
+  return "".join(changed.get(number, line) + "\n" for number, line in enumerate(lines, 1)).encode()
 
 
 def build_inputs(folder: str) -> dict:
@@ -166,10 +185,14 @@ def mistakes(inputs: dict) -> List[Mistake]:
       return command(work)
     return prepare
 
-  def classifier(work, *more):
-    return ["run_classifier", "--task_name=tsv", f"--data_dir={work}/data", f"--output_dir={work}/out",
+  def fine_tuning(tool, task_name, work, *more):
+    """A fine-tuning tool's command on the files of `work/data`, into `work/out`."""
+    return [tool, f"--task_name={task_name}", f"--data_dir={work}/data", f"--output_dir={work}/out",
             f"--albert_config_file={inputs['config']}", f"--spm_model_file={vocabulary}", "--max_seq_length=64",
-            "--do_train", "--tsv_text_a_column=1", *more]
+            *more]
+
+  def classifier(work, *more):
+    return fine_tuning("run_classifier", "tsv", work, "--do_train", "--tsv_text_a_column=1", *more)
 
   data_tool = lambda out, *more: ["create_pretraining_data", f"--input_file={text}", f"--spm_model_file={vocabulary}",
                                   "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1",
@@ -266,6 +289,31 @@ def mistakes(inputs: dict) -> List[Mistake]:
       Mistake("cuinit", "TF_CPP_MIN_LOG_LEVEL=2 on a machine without a GPU, and a missing config",
               lambda work: pretraining + [f"--albert_config_file={work}/missing.json", f"--output_dir={work}/out"],
               environment={"TF_CPP_MIN_LOG_LEVEL": "2"}),
+      Mistake("ner_tag", "run_token_classification --task_name=klue-ner with a tag outside KLUE's 13 (B-PER)",
+              with_file("data/klue-ner-v1.1_train.tsv", _file_of(KLUE_NER, {2: "유\tB-PER"}),
+                        lambda work: fine_tuning("run_token_classification", "klue-ner", work))),
+      Mistake("ner_no_tag", "a KLUE-NER character line without its tag",
+              with_file("data/klue-ner-v1.1_train.tsv", _file_of(KLUE_NER, {7: "울"}),
+                        lambda work: fine_tuning("run_token_classification", "klue-ner", work))),
+      Mistake("ner_iob1", "run_token_classification --task_name=conll on CoNLL-2003's original (IOB1) tags",
+              with_file("data/train.txt", _file_of(CONLL_IOB1),
+                        lambda work: fine_tuning("run_token_classification", "conll", work))),
+      Mistake("ner_no_dev", "run_token_classification on a --data_dir without the dev file (--do_eval is on)",
+              with_file("data/klue-ner-v1.1_train.tsv", _file_of(KLUE_NER),
+                        lambda work: fine_tuning("run_token_classification", "klue-ner", work))),
+      Mistake("ner_no_data_dir", "run_token_classification with a --data_dir that does not exist",
+              lambda work: fine_tuning("run_token_classification", "klue-ner", work)),
+      Mistake("ner_export_file", "run_token_classification with --export_dir naming a file (the train file)",
+              with_file("data/klue-ner-v1.1_train.tsv", _file_of(KLUE_NER), lambda work: fine_tuning(
+                  "run_token_classification", "klue-ner", work, "--do_eval=false", "--train_step=2",
+                  f"--export_dir={work}/data/klue-ner-v1.1_train.tsv"))),
+      Mistake("dp_head", "run_dependency_parsing --task_name=klue-dp with a head past the sentence's words",
+              with_file("data/klue-dp-v1.1_train.tsv",
+                        _file_of(KLUE_DP, {8: "2\t눈물을\t눈물 을\tNNG+JKO\t4\tNP_OBJ"}),
+                        lambda work: fine_tuning("run_dependency_parsing", "klue-dp", work))),
+      Mistake("dp_task_name", "run_dependency_parsing --task_name=conllu on KLUE-DP's files",
+              with_file("data/klue-dp-v1.1_train.tsv", _file_of(KLUE_DP),
+                        lambda work: fine_tuning("run_dependency_parsing", "conllu", work))),
   ]
 
 

@@ -14,14 +14,16 @@ import tf_keras
 
 from albert_tf.errors import TaskError
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
-from albert_tf.tasks.dependency_parsing import data, decoding, features
+from albert_tf.serving.saved_model import TextPacking
+from albert_tf.tasks.dependency_parsing import data, decoding, features, serving
 from albert_tf.tasks.dependency_parsing.layers import MASKED_ARC_SCORE
 from albert_tf.tasks.dependency_parsing.model import AlbertDependencyParser
 from albert_tf.tasks.dependency_parsing.objective import (PREDICTIONS, PREDICTIONS_JSON,
                                                           DependencyParsingObjective)
+from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 from albert_tf.training import run_directory
-from conftest import SHARED, SP8K_MODEL, requires_shared, run_tool, tiny_config, write
+from conftest import SHARED, SP8K_MODEL, randomize, requires_shared, run_tool, tiny_config, write
 
 KLUE_DP_DEV = os.path.join(SHARED, "klue", "klue-dp-v1.1_dev.tsv")
 pytestmark = [requires_shared(KLUE_DP_DEV), requires_shared(SP8K_MODEL)]
@@ -140,11 +142,15 @@ def test_the_loss_is_the_mean_over_gold_arcs_of_arc_and_relation_cross_entropy(p
       metrics["loss"], rel=1e-5)
 
 
-def test_the_parser_round_trips_through_its_config():
-  model = AlbertDependencyParser(tiny_config(), ["NP", "VP"], pos_vocab_size=5, pos_embedding_size=4,
-                                 arc_units=8, label_units=6, dropout_rate=0.2)
+@pytest.mark.parametrize("pos_embedding_size", [4, 0])  # 0: no tag features, no tag embeddings
+def test_the_parser_round_trips_through_its_config(pos_embedding_size):
+  model = AlbertDependencyParser(tiny_config(), ["NP", "VP"], pos_vocab_size=5,
+                                 pos_embedding_size=pos_embedding_size, arc_units=8, label_units=6,
+                                 dropout_rate=0.2)
   inputs = model.dummy_inputs(batch_size=2, seq_length=6, num_words=3)
   expected = model(inputs, training=False)
+  tag_weights = [variable for variable in model.variables if "pos_embeddings" in variable.name]
+  assert len(tag_weights) == (1 if pos_embedding_size else 0)
   assert expected["arc_scores"].shape == (2, 4, 4) and expected["label_scores"].shape == (2, 4, 4, 2)
   assert tf_keras.utils.get_registered_name(AlbertDependencyParser) == "albert_tf>AlbertDependencyParser"
   copy = AlbertDependencyParser.from_config(model.get_config())
@@ -263,28 +269,78 @@ def test_the_tool_trains_scores_and_writes_trees_in_klues_format(tool_run, token
     assert record["parsed_words"] == kept
 
 
-def test_the_exported_parser_serves_the_arc_scores_of_the_checkpoint(tool_run, tokenizer, klue_dev):
+def test_the_exported_parser_serves_the_trees_and_relations_of_the_predictions(tool_run, tokenizer, klue_dev):
   root, _ = tool_run
   best = root / "run" / run_directory.BEST_CHECKPOINT
   model, _ = build_model_for_checkpoint(tiny_config(**CONFIG), str(best))
   objective = DependencyParsingObjective(tokenizer, "klue-dp", max_words=24)
   objective.adopt_run_info(json.loads((root / "run" / "task.json").read_text()), "run")
   assert model.label_names == tuple(data.KLUE_DP_LABELS)
-  split = objective.encode(klue_dev[48:52], None, 64, "dev")
+  dev = klue_dev[48:72]
+  split = objective.encode(dev, None, 64, "dev")
   batch = split.batch(tf.range(4), tf.ones([4]))
   expected = objective.predict(model, batch)
-  served = tf.saved_model.load(str(root / "export" / "1")).signatures["serving_default"](
-      **batch["inputs"], **batch["words"])
+  loaded = tf.saved_model.load(str(root / "export" / "1"))
+  served = loaded.signatures["serving_default"](**batch["inputs"], **batch["words"])
   mask = split.words["word_mask"].astype(bool)
   for row in range(4):
     words = int(mask[row].sum())
     np.testing.assert_allclose(served["arc_scores"][row, :words + 1, :words + 1],
                                expected["arc_scores"][row, :words + 1, :words + 1], rtol=1e-4, atol=1e-4)
-  greedy = expected["arc_scores"].numpy()[:, 1:].argmax(-1)
-  np.testing.assert_array_equal(served["heads"].numpy(), np.where(mask, greedy, -1))
-  relations = np.take_along_axis(expected["label_ids"].numpy()[:, 1:], greedy[:, :, None], axis=2)[:, :, 0]
-  np.testing.assert_array_equal(served["relation_ids"].numpy(), np.where(mask, relations, -1))
-  assert served["relations"].numpy()[0, 0].decode() == data.KLUE_DP_LABELS[relations[0, 0]]
+  # The trees and relations of the prediction files (the best weights parsed the same sentences).
+  records = json.loads((root / "run" / PREDICTIONS_JSON).read_text(encoding="utf-8"))
+  relation_ids = {label: index for index, label in enumerate(data.KLUE_DP_LABELS)}
+  for row, record in enumerate(records[:4]):
+    kept = record["parsed_words"]
+    assert served["heads"].numpy()[row].tolist() == record["heads"][:kept] + [-1] * (mask.shape[1] - kept)
+    assert served["relation_ids"].numpy()[row, :kept].tolist() == [relation_ids[relation] for relation
+                                                                    in record["relations"][:kept]]
+  # parse_text: the raw sentences and their words' tags in, the same trees out, words cut as in training.
+  parsed = loaded.signatures["parse_text"](text=tf.constant([" ".join(example.words) for example in dev]),
+                                           pos=tf.constant([" ".join(example.pos_tags) for example in dev]))
+  for row, (example, record) in enumerate(zip(dev, records)):
+    kept = record["parsed_words"]
+    assert int(parsed["num_words"][row]) == kept
+    assert bool(parsed["truncated"][row]) == (kept < len(example.words))
+    assert [word.decode() for word in parsed["words"].numpy()[row, :kept]] == list(example.words[:kept])
+    assert parsed["heads"].numpy()[row, :kept].tolist() == record["heads"][:kept]
+    assert [relation.decode() for relation in parsed["relations"].numpy()[row, :kept]] == record["relations"][
+        :kept]
+  assert sum(int(cut) for cut in parsed["truncated"].numpy()) > 0
+  with pytest.raises(tf.errors.InvalidArgumentError, match="one tag string .* per whitespace-separated word"):
+    loaded.signatures["parse_text"](text=tf.constant(["나는 갔다"]), pos=tf.constant(["NP+JX"]))
+
+
+def test_parse_text_of_a_parser_without_tags_parses_as_the_tool_does(tokenizer, klue_dev):
+  # Random weights and no tag features: the text alone, tokenized and cut in the graph, gives the trees and
+  # relations of the tool's own features and decoder. Sentences are cut by words and by pieces; the odd ones: a
+  # first word of 99 pieces, longer than the sequence; a word that preprocessing empties (a lone combining accent).
+  odd = [data.ParseExample("long", ("대한민국의" * 20, "갔다"), ("_",) * 2, ("NNG", "VV"), (2, 0),
+                           ("NP", "VP"), ""),
+         data.ParseExample("accent", ("나는", "\u0301", "갔다"), ("_",) * 3, ("NP", "SS", "VV"), (3, 3, 0),
+                           ("NP", "NP", "VP"), "")]
+  examples = klue_dev[:30] + odd
+  objective = DependencyParsingObjective(tokenizer, "klue-dp", max_words=12, pos_embedding_size=0)
+  objective.learn_from_train(examples)
+  model = objective.build_model(tiny_config(**CONFIG), 0.0)
+  split = objective.encode(examples, None, 40, "dev")
+  batch = split.batch(tf.range(len(examples)), tf.ones([len(examples)]))
+  model(dict(batch["inputs"], **batch["words"]))
+  randomize(model, seed=3)
+  assert not any("pos_embeddings" in variable.name for variable in model.variables)
+  heads, relations = objective._parses({name: value.numpy() for name, value in
+                                        objective.predict(model, batch).items()}, split.source[1])
+  module = serving.AlbertDependencyParserServingModule(
+      model, GraphTokenizer(SP8K_MODEL), TextPacking(40), options=serving.ParsingOptions(tuple(objective.tags), 12))
+  assert len(module.parse_text.input_signature) == 1  # the text alone
+  parsed = module.parse_text(tf.constant([" ".join(example.words) for example in examples]))
+  for row, (sentence_heads, sentence_relations) in enumerate(zip(heads, relations)):
+    kept = len(sentence_heads)
+    assert int(parsed["num_words"][row]) == kept
+    assert parsed["heads"].numpy()[row, :kept].tolist() == sentence_heads.tolist()
+    assert parsed["relation_ids"].numpy()[row, :kept].tolist() == sentence_relations.tolist()
+  assert int(parsed["num_words"][-2]) == 1 and bool(parsed["truncated"][-2])  # the long word alone
+  assert sum(int(cut) for cut in parsed["truncated"].numpy()) > 10
 
 
 @pytest.mark.parametrize("problem", ["bad head", "no conllu file"])
@@ -307,7 +363,7 @@ def test_the_tool_refuses_bad_input_with_one_line_and_writes_nothing(tmp_path, p
   assert result.returncode == 2
   message = result.stderr.strip().splitlines()[-1]
   expected = {"bad head": f"error: {data_dir / 'klue-dp-v1.1_train.tsv'}, line 8: head 9 is out of range",
-              "no conllu file": f"error: No train file in {data_dir}: --task_name=conllu reads "
-                                "*-ud-train.conllu or train.conllu."}[problem]
+              "no conllu file": f"error: --data_dir {data_dir} has no train file of --task_name=conllu: it "
+                                "reads *-ud-train.conllu or train.conllu."}[problem]
   assert message.startswith(expected), message
   assert not (tmp_path / "run").exists()

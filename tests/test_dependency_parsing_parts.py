@@ -199,8 +199,49 @@ def test_the_decoder_on_gold_trees_and_padded_batches(klue_dev):
     count = len(example.words)
     batch[index, np.arange(1, count + 1), example.heads] += 3.0
     batch[index, count + 1:] = batch[index, :, count + 1:] = MASKED_ARC_SCORE  # padding, never read
-  decoded = decoding.decode_batch(batch, [len(example.words) for example in klue_dev])
+  counts = [len(example.words) for example in klue_dev]
+  decoded = decoding.decode_batch(batch, counts)
   assert all(tuple(heads) == example.heads for heads, example in zip(decoded, klue_dev))
+  # KLUE's trees are all projective: Eisner's decoder finds them too.
+  projective = decoding.projective_trees(batch, counts).numpy()
+  assert all(tuple(row[:count]) == example.heads and (row[count:] == -1).all()
+             for row, count, example in zip(projective, counts, klue_dev))
+
+
+def is_projective(heads):
+  arcs = [sorted((word, head)) for word, head in enumerate(heads, 1)]
+  return not any(a < c < b < d for a, b in arcs for c, d in arcs)
+
+
+def test_the_projective_decoder_finds_the_best_projective_tree_as_brute_force(all_trees):
+  rng = np.random.default_rng(2)
+  # One padded batch of every size (and sentences of no word): each sentence reads only its own corner.
+  counts = [count for count in all_trees for _ in range(24)] + [0, 0]
+  scores = rng.normal(size=(len(counts), 6, 6))
+  scores[::2, :, 0] += 2.0  # the root attracts every word: the single-root constraint decides
+  scores[1::4] = rng.integers(0, 3, (len(scores[1::4]), 6, 6))  # ties
+  decoded = decoding.projective_trees(tf.constant(scores), tf.constant(counts)).numpy()
+  assert decoded.shape == (len(counts), 5) and decoded.dtype == np.int32
+  differs_from_any_tree = 0
+  for row, count in enumerate(counts):
+    heads = decoded[row, :count]
+    assert (decoded[row, count:] == -1).all()
+    if not count:
+      continue
+    trees = all_trees[count]
+    projective = np.array([tree for tree in trees if (tree == 0).sum() == 1 and is_projective(tree)])
+    assert decoding.is_single_root_tree(heads.tolist()) and is_projective(heads.tolist())
+    best = scores[row, np.arange(1, count + 1), projective].sum(axis=1).max()
+    assert abs(score(scores[row], heads) - best) < 1e-9, (scores[row], heads)
+    # Where the best of all trees is projective, Chu-Liu/Edmonds scores the same.
+    unrestricted = decoding.maximum_spanning_tree(scores[row, :count + 1, :count + 1])
+    if is_projective(unrestricted.tolist()):
+      assert abs(score(scores[row], unrestricted) - best) < 1e-9
+    else:
+      differs_from_any_tree += 1
+  assert differs_from_any_tree > 5  # some sentences' best trees cross, and the decoder kept to projective ones
+  empty = decoding.projective_trees(tf.zeros([0, 4, 4]), tf.zeros([0], tf.int32))
+  assert empty.shape == (0, 3)
 
 
 def test_tree_checks_and_scores_the_decoder_refuses():

@@ -23,11 +23,13 @@ VOCAB_SIZE = 200
 
 @pytest.fixture(scope="module")
 def text(tmp_path_factory):
-  """300 lines of the English sample, and beside them words.txt: words to add to a vocabulary (extend_vocab)."""
+  """300 lines of the English sample, and beside them words.txt: words to add to a vocabulary (extend_vocab), and
+  train.tsv: labelled sentences (run_classifier)."""
   path = tmp_path_factory.mktemp("text") / "small.txt"
   with open(SAMPLE, encoding="utf-8") as reader:
     path.write_text("".join(line for line, _ in zip(reader, range(300))), encoding="utf-8")
   (path.parent / "words.txt").write_text("알버트\n", encoding="utf-8")
+  (path.parent / "train.tsv").write_text("good\tA fine day.\nbad\tA dull day.\n", encoding="utf-8")
   return str(path)
 
 
@@ -90,11 +92,18 @@ def tool_runs(tmp_path, text, vocabulary, checkpoint, records=None):
       "vocab_report": lambda out: ("vocab_report", f"--spm_model_file={vocabulary}", f"--input_file={text}",
                                    "--max_lines=50", f"--output_json={out}"),
       "demo": lambda out: ("albert_tf.cli.demo", f"--output_dir={out}"),
+      # Its run directory in tmp_path: an --export_dir refused only once training is done would leave it there.
+      "run_classifier": lambda out: ("run_classifier", "--task_name=tsv", f"--data_dir={os.path.dirname(text)}",
+                                     "--tsv_label_column=0", "--tsv_text_a_column=1",
+                                     f"--albert_config_file={config_file}", f"--spm_model_file={vocabulary}",
+                                     "--max_seq_length=32", "--do_train", "--do_eval=false", "--train_step=1",
+                                     f"--output_dir={tmp_path / 'run'}", f"--export_dir={out}"),
   }
 
 
 @pytest.mark.parametrize("tool", ["prepare_corpus", "create_pretraining_data", "train_sentencepiece", "extend_vocab",
-                                  "export_hf", "convert_checkpoint", "vocab_report", "demo", "run_pretraining"])
+                                  "export_hf", "convert_checkpoint", "vocab_report", "demo", "run_pretraining",
+                                  "run_classifier"])
 def test_a_destination_under_a_regular_file_is_refused_before_any_work(tool, tmp_path, text, vocabulary, checkpoint,
                                                                        records):
   (tmp_path / "blocker").write_text("a file\n")

@@ -272,3 +272,23 @@ def test_bad_arguments(glue_dir):
     TsvFormat(text_a_column=0, label_column=1, label_list=("0", "0"))
   binary = TsvFormat(text_a_column=0, label_column=1, label_threshold=0.0, label_list=[0, 1])
   assert binary.label_list == ("0", "1")
+
+
+def test_a_split_file_is_the_first_pattern_that_matches_and_never_a_guess(tmp_path):
+  patterns = ["*-ud-train.conllu", "train.conllu"]
+  write(tmp_path / "train.conllu", ["x"])
+  assert task_readers.find_split_file(str(tmp_path), "train", patterns, "conllu") == str(tmp_path / "train.conllu")
+  write(tmp_path / "ko_gsd-ud-train.conllu", ["x"])  # the first pattern comes first
+  assert task_readers.find_split_file(str(tmp_path), "train", patterns, "conllu") == str(
+      tmp_path / "ko_gsd-ud-train.conllu")
+  write(tmp_path / "ko_kaist-ud-train.conllu", ["x"])
+  with pytest.raises(TaskError, match=r"several train files \(ko_gsd-ud-train.conllu, ko_kaist-ud-train.conllu\)"):
+    task_readers.find_split_file(str(tmp_path), "train", patterns, "conllu")
+  # A file is read as any split; a folder without the split's file, or no folder, is named.
+  assert task_readers.find_split_file(str(tmp_path / "train.conllu"), "dev", patterns, "conllu") == str(
+      tmp_path / "train.conllu")
+  with pytest.raises(FileNotFoundError, match=r"has no dev file of --task_name=conllu: it reads \*-ud-dev.conllu "
+                                              r"or dev.conllu"):
+    task_readers.find_split_file(str(tmp_path), "dev", ["*-ud-dev.conllu", "dev.conllu"], "conllu")
+  with pytest.raises(FileNotFoundError, match="--data_dir not found: .*missing"):
+    task_readers.find_split_file(str(tmp_path / "missing"), "dev", patterns, "conllu")

@@ -136,6 +136,25 @@ def test_a_transformers_token_classifier_converts_to_ours_with_its_logits(tmp_pa
   np.testing.assert_allclose(real(restored(batch)["logits"], batch), expected, atol=1e-4, rtol=0)
 
 
+def test_a_converted_transformers_token_classifier_exports_with_its_labels(tmp_path):
+  # The converted folder has no run: the task.json conversion writes is what names the head's outputs later.
+  labels = ("O", "B-ORG", "I-ORG")
+  random_hf_token_classifier(labels).save_pretrained(str(tmp_path / "hf"))
+  result, paths = conversion.convert("hf", str(tmp_path / "hf"), str(tmp_path / "out"))
+  assert json.loads((tmp_path / "out" / "task.json").read_text()) == {"label_list": list(labels)}
+  assert "task.json" in paths  # listed in the tool's summary
+  restored, prefix = build_model_for_checkpoint(result.model.config, str(tmp_path / "out"))
+  assert restored.label_names == labels
+  assert saved_model.run_task_options(restored, prefix) is None  # no task name: Hugging Face's word units
+  export_to_hf(restored, str(tmp_path / "exported"))
+  written = json.loads((tmp_path / "exported" / "config.json").read_text())
+  assert written["id2label"] == {str(index): name for index, name in enumerate(labels)}
+  # Overwritten by an encoder, the folder keeps no task.json of the tagger that was there.
+  random_hf_token_classifier(labels).albert.save_pretrained(str(tmp_path / "encoder"))
+  _, paths = conversion.convert("hf", str(tmp_path / "encoder"), str(tmp_path / "out"), overwrite=True)
+  assert not (tmp_path / "out" / "task.json").exists() and "task.json" not in paths
+
+
 def test_google_checkpoints_cannot_mark_the_head():
   # Google has no token classification script, and its run_classifier layout is shared with other heads.
   [head] = [head for head in task_heads.registered_heads() if head.model_class is AlbertTokenClassifier]

@@ -8,17 +8,19 @@ KLUE-DP or a CoNLL-U treebank.
       --save_checkpoints_steps=500 --do_predict --export_dir=serving/klue-dp
 
 Google has no parser script: every flag beyond the shared fine-tuning ones is ours (--task_name, --data_dir,
---max_words, --do_eval, --eval_batch_size). --data_dir holds klue-dp-v1.1_{train,dev}.tsv (or their
+--max_words, --pos_embedding_size, --do_eval, --eval_batch_size). --data_dir holds klue-dp-v1.1_{train,dev}.tsv (or their
 klue-dp-v1.1/ folder; KLUE's test labels are not public, so --do_predict parses the dev file), or a treebank's
 <treebank>-ud-{train,dev,test}.conllu (or {train,dev,test}.conllu).
 
 Each sentence is [CLS] pieces of its words [SEP]; a word is the vectors of its first and last pieces and the
-embeddings of its first and last morpheme tags (the train split's tags, recorded in task.json). Words past
---max_words, or past --max_seq_length pieces, are cut (how many, on stderr and in eval_results.txt) and not
-scored. Every checkpoint is scored on dev with the best single-root trees: KLUE's uas_macro_f1 and
-las_macro_f1 (which picks model.ckpt-best), the plain uas and las. --do_predict writes
-dependency_predictions.tsv (or .conllu), the test file with the predicted HEAD and DEPREL columns, and
-dependency_predictions.json. Rerunning the same command resumes.
+embeddings of its first and last morpheme tags (the train split's tags, recorded in task.json;
+--pos_embedding_size=0 leaves the tags out, for a parser of raw text). Words past --max_words, or past
+--max_seq_length pieces, are cut (how many, on stderr and in eval_results.txt) and not scored. Every checkpoint
+is scored on dev with the best single-root trees (projective ones for KLUE-DP, whose trees all are; any for
+CoNLL-U): KLUE's uas_macro_f1 and las_macro_f1 (which picks model.ckpt-best), the plain uas and las.
+--do_predict writes dependency_predictions.tsv (or .conllu), the test file with the predicted HEAD and DEPREL
+columns, and dependency_predictions.json. --export_dir writes a SavedModel whose parse_text parses raw text
+(and its words' tags when the parser reads them). Rerunning the same command resumes.
 """
 
 from albert_tf import cli

@@ -165,6 +165,9 @@ def define_dependency_parsing_flags():
   flags.DEFINE_integer("max_words", 64, "Words of a sentence the parser reads (a static shape); the words "
                        "of longer sentences after it, and after --max_seq_length pieces, are cut and not "
                        "scored.")
+  flags.DEFINE_integer("pos_embedding_size", 64, "Size of the embedding of a word's first and of its last "
+                       "morpheme tag (KLUE-DP's POS column, CoNLL-U's XPOS), beside its pieces' vectors; 0 leaves "
+                       "the tags out, for a parser of raw text (the SavedModel's parse_text then needs no tags).")
   flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
   flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
   flags.mark_flags_as_required(["task_name", "data_dir"])
@@ -176,6 +179,7 @@ def define_dependency_parsing_flags():
 def dependency_parsing_run_from_flags():
   """The `FineTuningOptions` and `DependencyParsingObjective` of the flags."""
   tokenizer = _model_tokenizer()
-  objective = parsing_objective.DependencyParsingObjective(tokenizer, FLAGS.task_name, FLAGS.max_words)
+  objective = parsing_objective.DependencyParsingObjective(tokenizer, FLAGS.task_name, FLAGS.max_words,
+                                                          FLAGS.pos_embedding_size)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
   return options, objective

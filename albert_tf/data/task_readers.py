@@ -13,6 +13,7 @@ The tasks themselves (GLUE's, the Korean benchmarks', a user's TSV) are `albert_
 
 import csv
 import dataclasses
+import glob
 import json
 import math
 import os
@@ -279,6 +280,30 @@ def split_files(data_path: str, split: str, file_names: Dict[str, SplitFiles]) -
     return [data_path]
   names = file_names[split]
   return [os.path.join(data_path, name) for name in ((names,) if isinstance(names, str) else names)]
+
+
+def find_split_file(data_dir: str, split: str, patterns: Sequence[str], task_name: str) -> str:
+  """The file of `split` in `data_dir`: the match of the first of `patterns` (file names relative to
+  `data_dir`, glob patterns allowed) that matches one; `data_dir` itself when it is a file.
+
+  Raises:
+    InputFileError: `data_dir` is missing, or no pattern matches a file.
+    TaskError: a pattern matches several files (which one to read is the user's choice).
+  """
+  if not os.path.exists(data_dir):
+    raise InputFileError(f"--data_dir not found: {data_dir}")
+  if os.path.isfile(data_dir):
+    return data_dir
+  for pattern in patterns:
+    found = sorted(path for path in glob.glob(os.path.join(glob.escape(data_dir), pattern))
+                   if os.path.isfile(path))
+    if len(found) > 1:
+      names = ", ".join(os.path.relpath(path, data_dir) for path in found)
+      raise TaskError(f"--data_dir {data_dir} holds several {split} files ({names}): keep one.")
+    if found:
+      return found[0]
+  raise InputFileError(f"--data_dir {data_dir} has no {split} file of --task_name={task_name}: it reads "
+                       f"{' or '.join(patterns)}.")
 
 
 class Task:

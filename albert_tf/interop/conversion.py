@@ -17,7 +17,7 @@ from albert_tf.interop import huggingface
 from albert_tf.interop.source_tensors import SPM_FILE, Conversion, fill_variables, recorded_tokenizer_options
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling import task_heads
-from albert_tf.modeling.checkpoints import CHECKPOINT_NAME
+from albert_tf.modeling.checkpoints import CHECKPOINT_NAME, TASK_INFO_FILE
 from albert_tf.modeling.config import CONFIG_FILE, AlbertConfig
 from albert_tf.modeling.weight_names import named_weights
 from albert_tf.text import tokenizer_options as options_lib
@@ -151,14 +151,17 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
 # --- Writing -----------------------------------------------------------------------------------------------
 
 def check_output_dir(output_dir: str, other_files: Sequence[str] = (), overwrite: bool = False) -> None:
-  """Refuses, before any work, a directory that cannot be written or already holds a checkpoint, its config or
-  one of `other_files` (unless `overwrite`), so that nothing written is lost."""
-  check_output_folder(output_dir, [*other_files, f"{CHECKPOINT_NAME}.index", CONFIG_FILE], overwrite)
+  """Refuses, before any work, a directory that cannot be written or already holds a checkpoint, its config, its
+  task.json or one of `other_files` (unless `overwrite`), so that nothing written is lost."""
+  check_output_folder(output_dir, [*other_files, f"{CHECKPOINT_NAME}.index", CONFIG_FILE, TASK_INFO_FILE],
+                      overwrite)
 
 
 def write_conversion(conversion: Conversion, output_dir: str, overwrite: bool = False) -> Dict[str, str]:
-  """Writes `model.ckpt` (readable by `restore_checkpoint`), `albert_config.json` and `spiece.model`; a
-  checkpoint or config already in `output_dir` is replaced with `overwrite`, else refused.
+  """Writes `model.ckpt` (readable by `restore_checkpoint`), `albert_config.json`, `spiece.model`, and for a task
+  head that needs it the `task.json` a fine-tuning run would have written (a token classifier's labels: see
+  `task_heads.TaskHead.run_info`); a checkpoint, config or task.json already in `output_dir` is replaced with
+  `overwrite`, else refused.
 
   Returns:
     The paths written, by file name.
@@ -169,6 +172,11 @@ def write_conversion(conversion: Conversion, output_dir: str, overwrite: bool = 
   paths = {name: os.path.join(output_dir, name) for name in (CHECKPOINT_NAME, CONFIG_FILE)}
   checkpoint_lib.save_checkpoint(conversion.model, paths[CHECKPOINT_NAME])
   conversion.model.config.to_json_file(paths[CONFIG_FILE])
+  task_head = task_heads.head_of(conversion.model)
+  if task_head is not None and task_head.run_info is not None:
+    paths[TASK_INFO_FILE] = checkpoint_lib.write_task_info(output_dir, task_head.run_info(conversion.model))
+  elif os.path.exists(os.path.join(output_dir, TASK_INFO_FILE)):
+    os.remove(os.path.join(output_dir, TASK_INFO_FILE))  # overwritten: it described the model that was there
   if conversion.spm_model_file:
     paths[SPM_FILE] = os.path.join(output_dir, SPM_FILE)
     shutil.copyfile(conversion.spm_model_file, paths[SPM_FILE])

@@ -284,6 +284,15 @@ def read_task_info(prefix: str) -> Dict:
     return json.load(reader)
 
 
+def write_task_info(directory: str, info: Dict) -> str:
+  """Writes `info` as the task.json of the checkpoints in `directory` (what `read_task_info` reads); returns its
+  path."""
+  info_file = os.path.join(directory, TASK_INFO_FILE)
+  with open(info_file, "w", encoding="utf-8") as writer:
+    json.dump(info, writer, indent=2)
+  return info_file
+
+
 def sentence_encoder_model(config: AlbertConfig, prefix: str) -> AlbertSentenceEncoder:
   """The built `AlbertSentenceEncoder` of a sentence encoder's checkpoint, as its task.json describes it."""
   info = read_task_info(prefix).get(SENTENCE_EMBEDDING_INFO)

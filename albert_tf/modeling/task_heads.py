@@ -46,6 +46,8 @@ class TaskHead:
       (a `saved_model.AlbertServingModule`) with the task's signatures.
     serving_options_of_run: a checkpoint prefix -> the `task_options` its run's files record for serving (a
       SQuAD run's reading settings), or None; None when the task has none.
+    run_info: the model -> what a run's task.json records of it for `rebuild` (a token classifier's labels),
+      written beside a converted checkpoint, whose source has no run; None when `rebuild` needs nothing of it.
   """
 
   attribute: str
@@ -60,6 +62,7 @@ class TaskHead:
   hf_rebuild: Optional[Callable[[Any, Dict], Any]] = None
   google_scope: Optional[str] = None
   serving_options_of_run: Optional[Callable[[str], Any]] = None
+  run_info: Optional[Callable[[Any], Dict]] = None
 
 
 _HEADS: Dict[str, TaskHead] = {}

@@ -43,6 +43,7 @@ class GraphTokenizer(tf.Module):
     self.sep_id = python_tokenizer.sep_id
     self.mask_id = python_tokenizer.mask_id
     self.pad_id = python_tokenizer.pad_id
+    self.unk_id = python_tokenizer.unk_id
     self._special_ids = {"[CLS]": self.cls_id, "[SEP]": self.sep_id, "[MASK]": self.mask_id}
     self._sentencepiece = tf_text.SentencepieceTokenizer(
         model=google_segmentation_model(spm_model_file).SerializeToString(), out_type=tf.int32)
@@ -72,11 +73,16 @@ class GraphTokenizer(tf.Module):
     for token, token_id in self._special_ids.items():
       special_id = tf.where(tf.equal(flat_chunks, token), token_id, special_id)
     is_special = special_id >= 0
-    text_ids = self._sentencepiece.tokenize(self.preprocess(tf.where(is_special, "", flat_chunks)))
+    text_ids = self.encode_plain(tf.where(is_special, "", flat_chunks))
     special_ids = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(special_id, is_special),
                                                    tf.cast(is_special, tf.int64))
-    chunk_ids = tf.concat([tf.cast(text_ids, tf.int32), special_ids], axis=1)
+    chunk_ids = tf.concat([text_ids, special_ids], axis=1)
     return chunks.with_flat_values(chunk_ids).merge_dims(1, 2)
+
+  def encode_plain(self, text: tf.Tensor) -> tf.RaggedTensor:
+    """Ids of each string of a `[batch]` tensor as plain text, `[batch, (ids)]`: `[CLS]` written in it is text
+    (`SentencePieceTokenizer.encode(text, special_tokens_in_text=False)`)."""
+    return tf.cast(self._sentencepiece.tokenize(self.preprocess(text)), tf.int32)
 
   def encode_with_offsets(self, text: tf.Tensor):
     """Ids of each string of a `[batch]` tensor, with each piece's byte span in the string as given.

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, evaluation_dataset, evaluation_steps, training_dataset
 from albert_tf.errors import OptionError, TrainingError
-from albert_tf.files import write_atomically
+from albert_tf.files import check_destination, write_atomically
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
@@ -160,6 +160,8 @@ class FineTuning:
     if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
       raise OptionError("Nothing to do: set at least one of --do_train, --do_eval, --do_predict, --export_dir.")
     o.albert_config.check_max_seq_length(o.max_seq_length)
+    if o.export_dir:  # now, not once training is done
+      check_destination(os.path.join(o.export_dir, str(saved_model.next_version(o.export_dir))), "--export_dir")
     replicas = self.strategy.num_replicas_in_sync
     for flag, size in (("train_batch_size", o.train_batch_size), ("eval_batch_size", o.eval_batch_size),
                        ("predict_batch_size", o.predict_batch_size)):
@@ -226,8 +228,7 @@ class FineTuning:
     o = self.options
     if self.is_chief:
       run_directory.write_config(o.output_dir, o.albert_config)
-      with open(os.path.join(o.output_dir, RUN_INFO_FILE), "w", encoding="utf-8") as writer:
-        json.dump(self.objective.run_info(), writer, indent=2)
+      checkpoint_lib.write_task_info(o.output_dir, self.objective.run_info())
     if o.do_eval and run_directory.awaits_evaluation(o.output_dir, self.run.restored_from, self.run.current_step):
       self.evaluate(keep_best=True)  # score it now, so that model.ckpt-best misses no checkpoint
     train_split = self.splits["train"]

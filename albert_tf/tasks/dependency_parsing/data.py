@@ -30,6 +30,8 @@ from albert_tf.tasks.dependency_parsing.decoding import find_cycle
 KLUE_DP = "klue-dp"
 CONLLU = "conllu"
 FORMATS = (KLUE_DP, CONLLU)
+# The "task" of a parser run's task.json, whatever its format.
+TASK_NAME = "dependency_parsing"
 
 # KLUE-baseline's relation list (`klue_baseline/data/klue_dp.py`, `get_dep_labels`), in its order: label ids
 # are indices in it, and KLUE's LAS merges the ids from 15 on ("VP_CMP" and after) into one class.

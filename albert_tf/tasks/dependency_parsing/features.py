@@ -35,7 +35,7 @@ UNKNOWN_TAG_ID = 1
 FIRST_TAG_ID = 2
 # A head or relation the loss does not read: padding, a head outside the input, a relation without an id.
 NOT_SCORED = -1
-_WORD_START = "\u2581"
+WORD_START = "\u2581"  # SentencePiece's word-boundary piece
 
 
 def morpheme_tags(pos: str) -> Tuple[str, str]:
@@ -104,7 +104,7 @@ def parse_features(examples: Sequence[ParseExample], tokenizer: SentencePieceTok
   if max_seq_length < 3 or max_words < 1:
     raise OptionError(f"A parser's input needs max_seq_length >= 3 and max_words >= 1, not {max_seq_length} "
                       f"and {max_words}.")
-  word_start_id = tokenizer.sp_model.PieceToId(_WORD_START)
+  word_start_id = tokenizer.sp_model.PieceToId(WORD_START)
   relation_ids = {label: index for index, label in enumerate(label_list)}
   tag_ids = {tag: index for index, tag in enumerate(tags, FIRST_TAG_ID)}
   shape = (len(examples), max_words)

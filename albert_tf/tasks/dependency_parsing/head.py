@@ -19,7 +19,7 @@ GOOGLE_SCOPE = "dependency_parser"
 def weight_names(head) -> List[Tuple[WeightNames, tf.Variable]]:
   """Every variable of a `DependencyParserHead`, named
   `dependency_parser/{pos_embeddings,arc/...,relation/...}`."""
-  named = [(WeightNames(f"{GOOGLE_SCOPE}/pos_embeddings", None), head.pos_embeddings)]
+  named = [(WeightNames(f"{GOOGLE_SCOPE}/pos_embeddings", None), head.pos_embeddings)] if head.reads_tags else []
   arc, label = head.arc_scorer, head.label_scorer
   for scorer, scope, own_weights in (
       (arc, "arc", ("arc_weights", "head_bias")),
@@ -41,7 +41,8 @@ def label_names(labels: Sequence[str], num_labels: int) -> Tuple[str, ...]:
 
 def rebuild(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict) -> AlbertDependencyParser:
   """The parser of a checkpoint: its sizes from the head's variables, its relations' names from task.json."""
-  pos_vocab_size, pos_embedding_size = shapes[f"{ATTRIBUTE}/pos_embeddings"]
+  # A parser trained without tag features has no tag embeddings.
+  pos_vocab_size, pos_embedding_size = shapes.get(f"{ATTRIBUTE}/pos_embeddings", (0, 0))
   num_labels, label_units, _ = shapes[f"{ATTRIBUTE}/label_scorer/label_weights"]
   arc_units = shapes[f"{ATTRIBUTE}/arc_scorer/arc_weights"][0]
   model = AlbertDependencyParser(config, label_names(task_info.get("label_list"), num_labels), pos_vocab_size,
@@ -53,4 +54,5 @@ def rebuild(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict)
 # Google's checkpoints hold no parser, so there is no scope to look for in them (google_scope None).
 DEPENDENCY_PARSER_HEAD = task_heads.register(task_heads.TaskHead(
     attribute=ATTRIBUTE, description="dependency parser head", model_class=AlbertDependencyParser,
-    weight_names=weight_names, rebuild=rebuild, serving_module=serving.serving_module))
+    weight_names=weight_names, rebuild=rebuild, serving_module=serving.serving_module,
+    serving_options_of_run=serving.run_serving_options))

@@ -186,13 +186,14 @@ class DependencyParserHead(tf_keras.layers.Layer):
   The word inputs, a dict of int tensors:
     first_piece_index, last_piece_index: `[batch, words]`, where each word's pieces start and end.
     word_mask: `[batch, words]`, 1 for a word, 0 for padding.
-    pos_ids: `[batch, words, 2]`, the ids of each word's first and last morpheme tags (0 for padding).
+    pos_ids: `[batch, words, 2]`, the ids of each word's first and last morpheme tags (0 for padding); not read
+      when `pos_embedding_size` is 0.
     heads (optional): `[batch, words]`, each word's head (training's gold heads; anything >= 0 for padding).
 
   Args:
     num_labels: the number of relations.
     pos_vocab_size: the number of tag ids (padding and the unknown tag included).
-    pos_embedding_size: the size of a tag's embedding (a word has two).
+    pos_embedding_size: the size of a tag's embedding (a word has two); 0: the tags are not features.
     arc_units: the arc scorer's MLP size.
     label_units: the relation scorer's MLP size.
     dropout_rate: dropout on the word vectors and on the scorers' MLP outputs while training.
@@ -214,19 +215,27 @@ class DependencyParserHead(tf_keras.layers.Layer):
     self.arc_scorer = BiaffineArcScorer(arc_units, name="arc_scorer", **scorer_options)
     self.label_scorer = BiaffineLabelScorer(num_labels, label_units, name="label_scorer", **scorer_options)
 
+  @property
+  def reads_tags(self) -> bool:
+    """Whether the words' tags are features (`pos_embedding_size` > 0): a parser without them reads text only."""
+    return self.pos_embedding_size > 0
+
   def build(self, input_shape):
-    self.pos_embeddings = self.add_weight(
-        "pos_embeddings", shape=[self.pos_vocab_size, self.pos_embedding_size],
-        initializer=tf_keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+    if self.reads_tags:
+      self.pos_embeddings = self.add_weight(
+          "pos_embeddings", shape=[self.pos_vocab_size, self.pos_embedding_size],
+          initializer=tf_keras.initializers.TruncatedNormal(stddev=self.initializer_range))
     super().build(input_shape)
 
   def call(self, sequence_output, words, training=None):
     """`arc_scores` `[batch, n + 1, n + 1]`, and `label_scores` at the given heads `[batch, n + 1, labels]`
     or, without heads, at every head `[batch, n + 1, n + 1, labels]`; float32, position 0 the root."""
     vectors = word_representations(sequence_output, words["first_piece_index"], words["last_piece_index"])
-    tags = tf.gather(tf.cast(self.pos_embeddings, vectors.dtype), words["pos_ids"])
-    tags = tf.reshape(tags, tf.concat([tf.shape(tags)[:2], [2 * self.pos_embedding_size]], axis=0))
-    vectors = self.dropout(tf.concat([vectors, tags], axis=-1), training=training)
+    if self.reads_tags:
+      tags = tf.gather(tf.cast(self.pos_embeddings, vectors.dtype), words["pos_ids"])
+      tags = tf.reshape(tags, tf.concat([tf.shape(tags)[:2], [2 * self.pos_embedding_size]], axis=0))
+      vectors = tf.concat([vectors, tags], axis=-1)
+    vectors = self.dropout(vectors, training=training)
     heads = words.get("heads")
     if heads is not None:
       # The root's own entry: the scorer reads a head for every position.

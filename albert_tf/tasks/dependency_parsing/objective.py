@@ -6,11 +6,13 @@ The loss (Dozat and Manning 2017) is, per word of the input with its gold head t
 arc scores over the heads plus the cross-entropy of its relation scores at its GOLD head, divided by the
 number of such words in the global batch.
 
-Evaluation decodes each sentence's highest-scoring tree with exactly one word under the root (`decoding`, in
-NumPy), takes each word's best relation at its decoded head, and scores KLUE's UAS and LAS macro F1 and the
-plain attachment scores (`metrics`). The best checkpoint is the one of the highest LAS macro F1, the KLUE
-headline figure that needs both the heads and the relations right. Words cut from a sentence's input
-(`features`) have no prediction: the scores leave them out, and `truncated_sentences` and
+Evaluation decodes each sentence's highest-scoring tree with exactly one word under the root (`decoding`):
+the best projective tree for KLUE-DP (Eisner's algorithm, the decoder a SavedModel runs: KLUE's trees are all
+projective), the best of any tree for a CoNLL-U treebank (Chu-Liu/Edmonds: Universal Dependencies has
+non-projective trees); then it takes each word's best relation at its decoded head, and scores KLUE's UAS
+and LAS macro F1 and the plain attachment scores (`metrics`). The best checkpoint is the one of the highest
+LAS macro F1, the KLUE headline figure that needs both the heads and the relations right. Words cut from a
+sentence's input (`features`) have no prediction: the scores leave them out, and `truncated_sentences` and
 `truncated_words_excluded` in eval_results.txt say how many there were.
 """
 
@@ -24,51 +26,33 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, packed_ids
-from albert_tf.errors import InputFileError, OptionError, TaskError
+from albert_tf.data.task_readers import find_split_file
+from albert_tf.errors import OptionError, TaskError
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.tasks.dependency_parsing import data
-from albert_tf.tasks.dependency_parsing.decoding import decode_batch
+from albert_tf.tasks.dependency_parsing import data, serving
+from albert_tf.tasks.dependency_parsing.decoding import decode_batch, projective_trees
 from albert_tf.tasks.dependency_parsing.features import ParseFeatures, parse_features, tag_vocabulary
 from albert_tf.tasks.dependency_parsing.metrics import KLUE_OTHERS_FROM, dependency_metrics
 from albert_tf.tasks.dependency_parsing.model import AlbertDependencyParser
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training.finetuning_objectives import FineTuningDefaults, safe_ratio
 
-TASK_NAME = "dependency_parsing"
 KLUE_DP_FOLDER = "klue-dp-v1.1"
 PREDICTIONS = {data.KLUE_DP: "dependency_predictions.tsv", data.CONLLU: "dependency_predictions.conllu"}
 PREDICTIONS_JSON = "dependency_predictions.json"
 
 
-def split_path(data_dir: str, file_format: str, split: str) -> str:
-  """The file of `split` in `data_dir`.
+def split_patterns(file_format: str, split: str) -> List[str]:
+  """The files that hold `split` in a --data_dir, in order of preference.
 
   KLUE-DP: `klue-dp-v1.1_<split>.tsv` in `data_dir` or in its `klue-dp-v1.1/` folder (the download's); KLUE's
   test labels are not public, so the test split reads the dev file. CoNLL-U: Universal Dependencies'
-  `<treebank>-ud-<split>.conllu` or `<split>.conllu`, exactly one of them.
-
-  Raises:
-    InputFileError: `data_dir` or the file is missing.
-    TaskError: several CoNLL-U files of the split.
+  `<treebank>-ud-<split>.conllu`, else `<split>.conllu`.
   """
-  if not os.path.isdir(data_dir):
-    raise InputFileError(f"--data_dir not found: {data_dir}")
   if file_format == data.KLUE_DP:
     name = f"{KLUE_DP_FOLDER}_{'dev' if split == 'test' else split}.tsv"
-    candidates = [os.path.join(data_dir, name), os.path.join(data_dir, KLUE_DP_FOLDER, name)]
-    found = [path for path in candidates if os.path.isfile(path)][:1]
-    wanted = name
-  else:
-    names = sorted(name for name in os.listdir(data_dir) if name.endswith(f"-ud-{split}.conllu"))
-    found = [path for path in (os.path.join(data_dir, name) for name in names + [f"{split}.conllu"])
-             if os.path.isfile(path)]
-    wanted = f"*-ud-{split}.conllu or {split}.conllu"
-  if not found:
-    raise InputFileError(f"No {split} file in {data_dir}: --task_name={file_format} reads {wanted}.")
-  if len(found) > 1:
-    names = ", ".join(os.path.basename(path) for path in found)
-    raise TaskError(f"{data_dir} holds several {split} files ({names}): keep one.")
-  return found[0]
+    return [name, os.path.join(KLUE_DP_FOLDER, name)]
+  return [f"*-ud-{split}.conllu", f"{split}.conllu"]
 
 
 @dataclasses.dataclass
@@ -109,9 +93,11 @@ class DependencyParsingObjective(FineTuningDefaults):
     tokenizer: the Python tokenizer of the model (words are tokenized one by one).
     file_format: "klue-dp" or "conllu" (`data.FORMATS`), the task and its files.
     max_words: the words of a sentence the input holds (a static shape); longer sentences are cut.
+    pos_embedding_size: the size of the embedding of each of a word's two tags; 0 leaves the tags out of the
+      features (a parser of raw text, which has no tags).
 
   Raises:
-    OptionError: an unknown format, or `max_words` below 1.
+    OptionError: an unknown format, `max_words` below 1 or a negative `pos_embedding_size`.
   """
 
   has_head = True
@@ -119,27 +105,34 @@ class DependencyParsingObjective(FineTuningDefaults):
   sum_names = ("loss", "arc_loss", "label_loss", "right_heads", "right_labels", "words")
   progress_groups = (("loss", "arc_loss", "label_loss"), ("head_accuracy", "label_accuracy"))
 
-  def __init__(self, tokenizer: SentencePieceTokenizer, file_format: str, max_words: int = 64):
+  def __init__(self, tokenizer: SentencePieceTokenizer, file_format: str, max_words: int = 64,
+               pos_embedding_size: int = 64):
     if file_format not in data.FORMATS:
       raise OptionError(f"Unknown dependency parsing task {file_format!r}; the tasks are "
                         f"{', '.join(data.FORMATS)}.")
     if max_words < 1:
       raise OptionError(f"--max_words={max_words} must be positive.")
+    if pos_embedding_size < 0:
+      raise OptionError(f"--pos_embedding_size={pos_embedding_size} must be 0 (no tag features) or more.")
     self.tokenizer = tokenizer
     self.file_format = file_format
     self.max_words = max_words
+    self.pos_embedding_size = pos_embedding_size
+    # Traced once per objective: the evaluation's trees, as the SavedModel decodes them.
+    self._projective_trees = tf.function(projective_trees, autograph=False, reduce_retracing=True)
     # Relations in id order (KLUE's are fixed; a treebank's come from its train split) and the tag vocabulary:
     # from the train split, or from the task.json of the run that trained the checkpoint.
     self.label_list: Optional[List[str]] = list(data.KLUE_DP_LABELS) if file_format == data.KLUE_DP else None
     self.tags: Optional[List[str]] = None
 
   def run_info(self) -> Dict:
-    return {"task": TASK_NAME, "format": self.file_format, "label_list": self.label_list,
-            "pos_tags": self.tags, "max_words": self.max_words}
+    return {"task": data.TASK_NAME, "format": self.file_format, "label_list": self.label_list,
+            "pos_tags": self.tags, "max_words": self.max_words, "pos_embedding_size": self.pos_embedding_size}
 
   def adopt_run_info(self, info: Dict, output_dir: str):
-    """Takes the relations and tags of the run in `output_dir`; refuses a run of another task or format."""
-    if info.get("task") != TASK_NAME or info.get("format") != self.file_format:
+    """Takes the relations and tags of the run in `output_dir`; refuses a run of another task or format, or
+    of another tag embedding size."""
+    if info.get("task") != data.TASK_NAME or info.get("format") != self.file_format:
       task = info.get("format") or info.get("task")
       raise TaskError(f"--output_dir {output_dir} holds a run of task {task!r}, not {self.file_format!r}.")
     labels, tags = info.get("label_list"), info.get("pos_tags")
@@ -148,6 +141,10 @@ class DependencyParsingObjective(FineTuningDefaults):
     if self.label_list is not None and labels != self.label_list:
       raise TaskError(f"--output_dir {output_dir} was trained with relations {labels}, not this task's "
                       f"{self.label_list}. Use a new --output_dir.")
+    trained_size = info.get("pos_embedding_size", self.pos_embedding_size)
+    if trained_size != self.pos_embedding_size:
+      raise TaskError(f"--output_dir {output_dir} was trained with --pos_embedding_size={trained_size}, not "
+                      f"{self.pos_embedding_size}: its weights need the same. Use a new --output_dir.")
     self.label_list, self.tags = labels, tags
 
   def learn_from_train(self, examples: List[data.ParseExample]):
@@ -160,8 +157,14 @@ class DependencyParsingObjective(FineTuningDefaults):
                       f"task.json){': it adds ' + ', '.join(new) if new else ''}. Use a new --output_dir.")
     self.label_list, self.tags = labels, tags
 
+  def serving_options(self, output_dir: str) -> serving.ParsingOptions:
+    """`parse_text` reads tags and cuts words as this run does."""
+    del output_dir
+    return serving.ParsingOptions(tuple(self._vocabularies()[1]), self.max_words)
+
   def read_examples(self, data_dir: str, split: str) -> List[data.ParseExample]:
-    return data.read_parse_examples(split_path(data_dir, self.file_format, split), self.file_format)
+    path = find_split_file(data_dir, split, split_patterns(self.file_format, split), self.file_format)
+    return data.read_parse_examples(path, self.file_format)
 
   def _vocabularies(self) -> Tuple[List[str], List[str]]:
     if self.label_list is None or self.tags is None:
@@ -190,8 +193,8 @@ class DependencyParsingObjective(FineTuningDefaults):
   def build_model(self, config: AlbertConfig, dropout_prob: float,
                   recompute_grad: bool = False) -> AlbertDependencyParser:
     label_list, tags = self._vocabularies()
-    return AlbertDependencyParser(config, label_list, len(tags) + 2, dropout_rate=dropout_prob,
-                                  recompute_grad=recompute_grad)
+    return AlbertDependencyParser(config, label_list, len(tags) + 2, self.pos_embedding_size,
+                                  dropout_rate=dropout_prob, recompute_grad=recompute_grad)
 
   def loss_normalizers(self, batch) -> tf.Tensor:
     """The words with their gold head in the input, `[1]` float32."""
@@ -238,10 +241,13 @@ class DependencyParsingObjective(FineTuningDefaults):
     return {"arc_scores": outputs["arc_scores"],
             "label_ids": tf.argmax(outputs["label_scores"], -1, output_type=tf.int32)}
 
-  @staticmethod
-  def _parses(outputs: Dict[str, np.ndarray], features: ParseFeatures) -> Tuple[List[np.ndarray], ...]:
+  def _parses(self, outputs: Dict[str, np.ndarray], features: ParseFeatures) -> Tuple[List[np.ndarray], ...]:
     """Per sentence, the decoded heads of its kept words and their relation ids at those heads."""
-    heads = decode_batch(outputs["arc_scores"], features.kept_words)
+    if self.file_format == data.KLUE_DP:
+      padded = self._projective_trees(outputs["arc_scores"], features.kept_words).numpy()
+      heads = [row[:count].astype(np.int64) for row, count in zip(padded, features.kept_words)]
+    else:
+      heads = decode_batch(outputs["arc_scores"], features.kept_words)
     relations = [outputs["label_ids"][row, np.arange(1, len(sentence) + 1), sentence]
                  for row, sentence in enumerate(heads)]
     return heads, relations

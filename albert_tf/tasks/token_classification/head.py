@@ -44,6 +44,11 @@ def hf_rebuild(config: AlbertConfig, values: Dict) -> AlbertTokenClassifier:
   return built(config, label_names(labels if all(labels) else None, num_labels), dropout_rate)
 
 
+def run_info(model: AlbertTokenClassifier) -> Dict:
+  """The labels, as a run's task.json records them (`rebuild` names the head's outputs by them)."""
+  return {"label_list": list(model.label_names)}
+
+
 def hf_config(model: AlbertTokenClassifier) -> Dict:
   return {"architectures": [HF_ARCHITECTURE],
           "id2label": {str(index): name for index, name in enumerate(model.label_names)},
@@ -59,4 +64,4 @@ TOKEN_CLASSIFIER_HEAD = task_heads.register(task_heads.TaskHead(
     hf_config=hf_config,
     # AlbertForTokenClassification has no pooler (transformers builds it with add_pooling_layer=False).
     hf_dropped_prefixes=("albert.pooler.",), hf_architecture=HF_ARCHITECTURE, hf_rebuild=hf_rebuild,
-    serving_options_of_run=serving.run_serving_options))
+    serving_options_of_run=serving.run_serving_options, run_info=run_info))

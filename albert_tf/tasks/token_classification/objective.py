@@ -5,14 +5,14 @@ computes them, and the same under the baseline's truncation."""
 
 import dataclasses
 import json
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, packed_ids
-from albert_tf.errors import InputFileError, TaskError
+from albert_tf.data.task_readers import find_split_file
+from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.token_classification import data, metrics, serving
 from albert_tf.tasks.token_classification.model import AlbertTokenClassifier
@@ -29,19 +29,6 @@ SPLIT_FILES = {
     "tsv": {"train": ("train.tsv",), "dev": ("dev.tsv",), "test": ("test.tsv",)},
 }
 PREDICTION_FILES = {"klue-ner": "predictions.tsv", "conll": "predictions.txt", "tsv": "predictions.tsv"}
-
-
-def split_file(data_dir: str, file_format: str, split: str) -> str:
-  """The file of `split` in `data_dir` (`SPLIT_FILES`), or `data_dir` itself when it is a file."""
-  if os.path.isfile(data_dir):
-    return data_dir
-  candidates = SPLIT_FILES[file_format][split]
-  for name in candidates:
-    path = os.path.join(data_dir, name)
-    if os.path.isfile(path):
-      return path
-  raise InputFileError(f"--data_dir {data_dir} has no {split} file of task {file_format} "
-                       f"({' or '.join(candidates)}).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +83,8 @@ class TokenClassificationObjective(FineTuningDefaults):
                       f"tags are {list(self.label_list)}. Use a new --output_dir.")
 
   def read_examples(self, data_dir: str, split: str) -> List[data.TokenExample]:
-    return data.read_examples(split_file(data_dir, self.task_name, split), self.task_name, self.label_list)
+    path = find_split_file(data_dir, split, SPLIT_FILES[self.task_name][split], self.task_name)
+    return data.read_examples(path, self.task_name, self.label_list)
 
   def learn_from_train(self, examples: List[data.TokenExample]):
     """The tags of the train split, for formats without a fixed tag set."""
