@@ -139,13 +139,10 @@ class AlbertDependencyParserServingModule(AlbertServingModule):
     first_piece_index = tf.where(word_mask > 0, starts + skips, 0)
     last_piece_index = tf.where(word_mask > 0, starts + kept_counts - 1, 0)
     # The kept pieces of each text, in order.
-    word_of_piece = pieces.value_rowids()
-    in_word = tf.range(tf.size(pieces.flat_values, out_type=tf.int64)) - tf.gather(pieces.row_starts(),
-                                                                                  word_of_piece)
-    piece_kept = in_word < tf.cast(tf.gather(flat_kept_counts, word_of_piece), tf.int64)
-    ids = tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(pieces.flat_values, piece_kept),
-        tf.boolean_mask(tf.gather(words.value_rowids(), word_of_piece), piece_kept), nrows=words.nrows())
+    piece_kept = tf.ragged.range(piece_counts).flat_values < tf.gather(flat_kept_counts, pieces.value_rowids())
+    text_of_piece = tf.gather(words.value_rowids(), pieces.value_rowids())
+    ids = tf.RaggedTensor.from_value_rowids(tf.boolean_mask(pieces.flat_values, piece_kept),
+                                            tf.boolean_mask(text_of_piece, piece_kept), nrows=words.nrows())
     inputs = self.packing.pack(self.tokenizer, ids, ids[:, :0])
     if pos is None:
       pos_ids = tf.fill(tf.stack([tf.shape(word_mask)[0], width, 2]), PAD_TAG_ID)
@@ -166,8 +163,9 @@ class AlbertDependencyParserServingModule(AlbertServingModule):
         message="parse_text: pos must hold one tag string (e.g. NNG+JKS) per whitespace-separated word of text")
     with tf.control_dependencies([check]):
       morphemes = tf.strings.split(word_tags.flat_values, "+")
-    first = morphemes[:, :1].to_tensor("")[:, 0]
-    last = tf.gather(morphemes.flat_values, tf.maximum(morphemes.row_limits() - 1, 0))
+    # A word's tag string is never empty (split at whitespace), so it has a first and a last morpheme tag.
+    first = tf.gather(morphemes.flat_values, morphemes.row_starts())
+    last = tf.gather(morphemes.flat_values, morphemes.row_limits() - 1)
     ids = self.tag_ids.lookup(tf.stack([first, last], axis=1))
     return word_tags.with_flat_values(ids).to_tensor(PAD_TAG_ID, shape=tf.stack([-1, width, 2]))
 
