@@ -86,6 +86,14 @@ BUGS = {
     "answer_question_ignores_max_context": Bug(
         "albert_tf/tasks/squad/answer_spans.py", 'start_ok = windows["is_max_context"] & ',
         'start_ok = windows["in_context"] & ', ["tests/test_reading_comprehension.py", "-k", "in_graph_windows"]),
+    "korquad_f1_counts_spaces": Bug(
+        "albert_tf/tasks/squad/korean_scoring.py",
+        'prediction_chars, gold_chars = list(prediction.replace(" ", "")), list(gold.replace(" ", ""))',
+        "prediction_chars, gold_chars = list(prediction), list(gold)", ["tests/test_korquad.py", "-k", "scores_are"]),
+    "klue_plausible_answers_as_gold": Bug(
+        "albert_tf/tasks/squad/korean_scoring.py", 'gold_texts = [answer["text"] for answer in question["answers"]]',
+        'gold_texts = [answer["text"] for answer in question["answers"] + question.get("plausible_answers", [])]',
+        ["tests/test_klue_mrc.py", "-k", "scores_are"]),
     "ner_piece_tag_on_every_character": Bug(
         "albert_tf/tasks/token_classification/data.py",
         "tags.append(piece_tags[piece] if starts else continuation(piece_tags[piece]))",

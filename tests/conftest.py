@@ -3,7 +3,10 @@
 import contextlib
 import importlib.util
 import io
+import json
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
@@ -284,3 +287,86 @@ def python_pack(tokenizer, text_a, text_b, max_seq_length):
     types += [1] * (len(ids_b) + 1)
   padding = [0] * (max_seq_length - len(ids))
   return ids + padding, [1] * len(ids) + padding, types + padding
+
+
+# Korean reading comprehension in KorQuAD 1.0's and KLUE-MRC's official layouts (test_korquad.py,
+# test_klue_mrc.py). Contexts are one to three real sentences of ko_law.txt and ko_libreoffice_help.txt; a question
+# asks what one of them writes in parentheses, so the answer is a real span of a real Korean sentence whose place a
+# small model can learn. KLUE-MRC's unanswerable questions are about contexts without parentheses.
+KOREAN_PARENTHESES = re.compile(r"\(([^()]{2,30})\)")
+KOREAN_QUESTIONS = ("괄호 안에 무엇이 쓰여 있습니까?", "괄호 속에 적힌 말은 무엇인가요?")
+
+
+def korean_reading_pools(split):
+  """Unique real Korean sentences (20 to 150 characters) with exactly one parenthesised group, and without any:
+  every fourth for "dev", the others for "train", so that dev questions are about sentences training never saw."""
+  lines = sorted({line for name in ("ko_law.txt", "ko_libreoffice_help.txt") for line in corpus_lines(name)
+                  if 20 <= len(line) < 150})
+  lines = [line for index, line in enumerate(lines) if (index % 4 == 0) == (split == "dev")]
+  with_group = [line for line in lines if line.count("(") == line.count(")") == 1 and KOREAN_PARENTHESES.search(line)]
+  return with_group, [line for line in lines if "(" not in line and ")" not in line]
+
+
+def _korean_paragraph(rng, pools, answerable):
+  """(context, the index of its sentence with parentheses or None, the sentences' start offsets)."""
+  with_group, without = pools
+  sentences = [rng.choice(without) for _ in range(rng.randint(0, 2))]
+  target = None
+  if answerable:
+    target = rng.randint(0, len(sentences))
+    sentences.insert(target, rng.choice(with_group))
+  elif not sentences:
+    sentences.append(rng.choice(without))
+  starts = [sum(len(sentence) + 1 for sentence in sentences[:index]) for index in range(len(sentences))]
+  return " ".join(sentences), target, starts
+
+
+def write_korquad(path, num_questions, seed, with_variants=False, split="train"):
+  """A KorQuAD 1.0 file (SQuAD v1.1's layout, KorQuAD's version and ids) of `split`'s sentences, three paragraphs
+  an article; `with_variants` adds a second gold answer to some questions: the group with its parentheses."""
+  rng, pools = random.Random(seed), korean_reading_pools(split)
+  articles = []
+  for index in range(num_questions):
+    context, target, starts = _korean_paragraph(rng, pools, answerable=True)
+    match = KOREAN_PARENTHESES.search(context, starts[target])
+    answers = [{"text": match.group(1), "answer_start": match.start(1)}]
+    if with_variants and rng.random() < 0.3:
+      answers.append({"text": match.group(0), "answer_start": match.start(0)})
+    if index % 3 == 0:
+      articles.append({"title": context.split()[0], "paragraphs": []})
+    articles[-1]["paragraphs"].append({"qas": [{"answers": answers, "id": f"{6500000 + 1000 * seed + index}-0-0",
+                                                "question": rng.choice(KOREAN_QUESTIONS)}], "context": context})
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps({"version": "KorQuAD_v1.0", "data": articles}, ensure_ascii=False), encoding="utf-8")
+  return str(path)
+
+
+def write_klue_mrc(path, split, num_questions, seed, unanswerable_share=0.3):
+  """A KLUE-MRC file (klue-mrc-v1.1_<split>.json's layout: an article a paragraph with its news_category and
+  source, each question with its guid, question_type, is_impossible, answers and plausible_answers). Type 3 is
+  unanswerable (a context without parentheses; its plausible answer is the context's first word), type 2 an
+  answer in a later sentence, type 1 one in the first; some answers have a second form with the parentheses."""
+  rng, pools = random.Random(seed), korean_reading_pools("dev" if split == "dev" else "train")
+  articles = []
+  for index in range(num_questions):
+    impossible = rng.random() < unanswerable_share
+    context, target, starts = _korean_paragraph(rng, pools, answerable=not impossible)
+    answers, plausible = [], []
+    if impossible:
+      first_word = context.split()[0]
+      plausible.append({"text": first_word, "answer_start": context.index(first_word)})
+    else:
+      match = KOREAN_PARENTHESES.search(context, starts[target])
+      answers.append({"text": match.group(1), "answer_start": match.start(1)})
+      if rng.random() < 0.3:
+        answers.append({"text": match.group(0), "answer_start": match.start(0)})
+    source = rng.choice(("wikipedia", "acrofan", "hankyung"))
+    articles.append({
+        "title": context.split()[0], "news_category": None if source == "wikipedia" else "IT과학", "source": source,
+        "paragraphs": [{"context": context, "qas": [{
+            "question": rng.choice(KOREAN_QUESTIONS), "answers": answers, "plausible_answers": plausible,
+            "question_type": 3 if impossible else (1 if target == 0 else 2), "is_impossible": impossible,
+            "guid": f"klue-mrc-v1_{split}_{seed:02d}{index:04d}"}]}]})
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps({"version": "v1.1", "data": articles}, ensure_ascii=False), encoding="utf-8")
+  return str(path)

@@ -91,17 +91,18 @@ def train_resume_and_export(tool, tmp_path, flags, first, second):
   return result.stderr, resumed.stderr
 
 
-def squad_tool_run(tmp_path, version):
-  """run_squad_v<version>.py on 400 training questions: 80 steps, then resumed to 160 with --do_predict and export."""
+def squad_tool_run(tmp_path, version, steps):
+  """run_squad_v<version>.py on 400 training questions (25 steps of 16 an epoch): `steps` steps, then resumed
+  to twice as many with --do_predict and export; a checkpoint, scored on the dev file, at the end of each run."""
   flags = [f"--train_file={write_squad(tmp_path / 'train.json', version, 400, seed=1)}",
            f"--predict_file={write_squad(tmp_path / 'dev.json', version, 60, seed=2)}",
            f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_train", "--do_predict",
            f"--max_seq_length={SEQ}", f"--doc_stride={DOC_STRIDE}", f"--max_query_length={MAX_QUERY_LENGTH}",
            f"--max_answer_length={MAX_ANSWER_LENGTH}", "--train_batch_size=16", "--predict_batch_size=16",
-           "--learning_rate=2e-3", "--save_checkpoints_steps=40", "--iterations_per_loop=40"] + (
+           "--learning_rate=2e-3", f"--save_checkpoints_steps={steps}", f"--iterations_per_loop={steps}"] + (
                ["--dropout_prob=0"] if version == 2 else [])
-  return train_resume_and_export(f"run_squad_v{version}", tmp_path, flags, ["--num_train_epochs=3.2"],
-                                 ["--num_train_epochs=6.4"])  # 400 / 16 × 3.2 = 80 steps
+  return train_resume_and_export(f"run_squad_v{version}", tmp_path, flags, [f"--num_train_epochs={steps / 25}"],
+                                 [f"--num_train_epochs={2 * steps / 25}"])
 
 
 def dev_questions(dev_file):

@@ -239,12 +239,15 @@ def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, t
   for index in range(2):
     runs[f"worker{index}"] = (["--strategy_type=multi_worker_mirrored"],
                               json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+  # One layer: how replicas, workers and micro-batches share the batch is the subject, not depth.
+  one_layer = albert_tf.AlbertConfig(**dict(CONFIG, num_hidden_layers=1))
   processes = {}
   for name, (flags, tf_config) in runs.items():
     output_dir = tmp_path / ("workers" if tf_config else name)
     memory = dict(gradient_accumulation_steps=2, recompute_grad=True) if name == "accumulated" else {}
-    run_options = options(glue_dir, output_dir, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
-                          train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0, **memory)
+    run_options = options(glue_dir, output_dir, albert_config=one_layer, train_batch_size=4, eval_batch_size=4,
+                          predict_batch_size=2, train_step=3, save_checkpoints_steps=3, iterations_per_loop=3,
+                          dropout_prob=0.0, **memory)
     strategy_worker.write_options(tmp_path / f"{name}.json", run_options, task_name="mnli-mm")
     if name not in in_process:
       environment = dict(os.environ, TF_CONFIG=tf_config) if tf_config else None
@@ -658,7 +661,7 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path, t
     return [*task_flags, f"--data_dir={glue_dir}", f"--output_dir={output_dir}",
             f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
             f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
-            "--train_step=40", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
+            "--train_step=20", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
             "--learning_rate=1e-3"]
 
   # Only the killed run needs a process of its own.
@@ -666,12 +669,12 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path, t
   assert straight.returncode == 0, straight.stderr[-3000:]
   killed_dir = tmp_path / "killed"
   kill_once_a_checkpoint_is_written([sys.executable, os.path.join(TOOLS, f"{tool}.py"), *flags(killed_dir)],
-                                    killed_dir, "model.ckpt-40")
+                                    killed_dir, "model.ckpt-20")
   resumed = run_tool(tool, *flags(killed_dir))
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert re.search(r"Resuming from .*model\.ckpt-\d+ at step \d+", resumed.stderr)
-  expected, actual = checkpoint_weights(tmp_path / "straight" / "model.ckpt-40"), checkpoint_weights(
-      killed_dir / "model.ckpt-40")
+  expected, actual = checkpoint_weights(tmp_path / "straight" / "model.ckpt-20"), checkpoint_weights(
+      killed_dir / "model.ckpt-20")
   assert expected.keys() == actual.keys() and expected
   for key, value in expected.items():
     np.testing.assert_allclose(actual[key], value, atol=1e-6, rtol=0, err_msg=key)

@@ -42,7 +42,7 @@ def records(tmp_path_factory):
 def options(records, output_dir, **changes):
   values = dict(input_file=records, output_dir=str(output_dir), albert_config=albert_tf.AlbertConfig(**CONFIG),
                 max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, train_batch_size=32, eval_batch_size=32,
-                learning_rate=1e-3, num_train_steps=20, num_warmup_steps=2, save_checkpoints_steps=20,
+                learning_rate=1e-3, num_train_steps=10, num_warmup_steps=2, save_checkpoints_steps=10,
                 iterations_per_loop=5, max_eval_steps=2)
   values.update(changes)
   return pretraining.PretrainingOptions(**values)
@@ -65,7 +65,7 @@ def assert_same_weights(expected, actual, rtol):
 
 @pytest.fixture(scope="module")
 def one_batch_runs(records, tmp_path_factory):
-  """20 steps of one batch of 32 per step, for LAMB and AdamW."""
+  """10 steps of one batch of 32 per step, for LAMB and AdamW."""
   return {optimizer: trained_weights(options(records, tmp_path_factory.mktemp(optimizer), optimizer=optimizer))
           for optimizer in ("lamb", "adamw")}
 

@@ -13,6 +13,7 @@ import numpy as np
 from albert_tf.tasks.classification.catalogue import get_task
 from albert_tf.tasks.classification.objective import ClassifierObjective
 from albert_tf.tasks.dependency_parsing.objective import DependencyParsingObjective
+from albert_tf.tasks.dialogue_state_tracking.objective import DialogueStateTrackingObjective
 from albert_tf.tasks.race.objective import MultipleChoiceObjective
 from albert_tf.tasks.similarity.distillation import DistillationObjective
 from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
@@ -55,6 +56,7 @@ def instances():
       MultipleChoiceObjective: MultipleChoiceObjective(tokenizer),
       TokenClassificationObjective: TokenClassificationObjective("klue-ner", tokenizer),
       DependencyParsingObjective: DependencyParsingObjective(tokenizer, "klue-dp"),
+      DialogueStateTrackingObjective: DialogueStateTrackingObjective(tokenizer),
   }
 
 

@@ -64,6 +64,10 @@ def options(records, output_dir, **changes):
   return pretraining.PretrainingOptions(**values)
 
 
+# The tests of strategies train one layer: how replicas and workers share the batch is the subject, not depth.
+ONE_LAYER = albert_tf.AlbertConfig(**dict(CONFIG, num_hidden_layers=1))
+
+
 def options_file(tmp_path, name, run_options):
   return strategy_worker.write_options(tmp_path / f"{name}.json", run_options)
 
@@ -120,10 +124,10 @@ def test_loss_is_googles_formula():
 
 
 def test_mirrored_over_two_cpus_equals_one_device(records, tmp_path):
-  two, two_result = run_worker(tmp_path, "two", options(records, tmp_path / "two"), "--logical_cpus=2",
-                               "--strategy_type=mirrored")
+  two, two_result = run_worker(tmp_path, "two", options(records, tmp_path / "two", albert_config=ONE_LAYER),
+                               "--logical_cpus=2", "--strategy_type=mirrored")
   try:
-    one_result = one_device_reference(tmp_path, "one", options(records, tmp_path / "one"))
+    one_result = one_device_reference(tmp_path, "one", options(records, tmp_path / "one", albert_config=ONE_LAYER))
   finally:
     finish(two)
   one_values, two_values = np.load(one_result), np.load(two_result)
@@ -138,7 +142,7 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
   ports = free_ports(2)
   cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
   # With evaluation after each checkpoint, which every worker must take part in.
-  run_options = options(records, tmp_path / "run", do_eval=True)
+  run_options = options(records, tmp_path / "run", do_eval=True, albert_config=ONE_LAYER)
   processes = []
   for task_id in range(2):
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": task_id}})
@@ -148,7 +152,8 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
       del os.environ["TF_CONFIG"]
   # One device fed the global batches of both input pipelines (each worker reads every other file).
   try:
-    reference_result = one_device_reference(tmp_path, "reference", options(records, tmp_path / "reference"),
+    reference_result = one_device_reference(tmp_path, "reference",
+                                            options(records, tmp_path / "reference", albert_config=ONE_LAYER),
                                             input_pipelines=2)
   finally:
     for process, _ in processes:
@@ -173,7 +178,7 @@ def tool_flags(records, output_dir, *extra):
   return ["--gradient_accumulation_steps=2", f"--input_file={','.join(records)}", f"--output_dir={output_dir}",
           f"--albert_config_file={output_dir.parent / 'wide.json'}", f"--max_seq_length={SEQ}",
           f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8", "--learning_rate=1e-3",
-          "--num_train_steps=40", "--num_warmup_steps=4", "--save_checkpoints_steps=5", "--iterations_per_loop=1",
+          "--num_train_steps=20", "--num_warmup_steps=4", "--save_checkpoints_steps=5", "--iterations_per_loop=1",
           "--keep_checkpoint_max=20", *extra]
 
 
@@ -183,7 +188,7 @@ WIDE = dict(CONFIG, hidden_size=128, intermediate_size=512, num_attention_heads=
 
 @pytest.fixture(scope="module")
 def straight_run(record_sets, tmp_path_factory):
-  """The tool's 40 steps on both record sets without interruption (keeping only the last 3 of its 8
+  """The tool's 20 steps on both record sets without interruption (keeping only the last 3 of its 4
   checkpoints)."""
   directory = tmp_path_factory.mktemp("tool")
   albert_tf.AlbertConfig(**WIDE).to_json_file(str(directory / "wide.json"))
@@ -194,10 +199,10 @@ def straight_run(record_sets, tmp_path_factory):
 
 def test_tool_keeps_keep_checkpoint_max_checkpoints(straight_run):
   assert sorted(p.name for p in straight_run.glob("model.ckpt-*.index")) == [
-      "model.ckpt-30.index", "model.ckpt-35.index", "model.ckpt-40.index"]
+      "model.ckpt-10.index", "model.ckpt-15.index", "model.ckpt-20.index"]
   state = tf.train.get_checkpoint_state(str(straight_run))
   assert [os.path.basename(path) for path in state.all_model_checkpoint_paths] == [
-      "model.ckpt-30", "model.ckpt-35", "model.ckpt-40"]
+      "model.ckpt-10", "model.ckpt-15", "model.ckpt-20"]
 
 
 def assert_resumes_to_the_straight_weights(records, run_dir, straight_run):
@@ -214,7 +219,7 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_weights(record_sets, stra
   # would take over 1,024 examples, too many steps for this test.
   killed_dir = straight_run.parent / "killed"
   kill_once_a_checkpoint_is_written([sys.executable, TOOL, *tool_flags(record_sets, killed_dir)], killed_dir,
-                                    "model.ckpt-40")
+                                    "model.ckpt-20")
   assert_resumes_to_the_straight_weights(record_sets, killed_dir, straight_run)
 
 
@@ -253,14 +258,14 @@ def test_kill_during_a_checkpoint_write_resumes_from_the_last_complete_one(recor
 def test_resume_from_a_cut_latest_checkpoint_takes_the_one_before_and_says_so(record_sets, straight_run):
   damaged_dir = straight_run.parent / "damaged"
   shutil.copytree(straight_run, damaged_dir)
-  damage_checkpoint(str(damaged_dir / "model.ckpt-40"), "data cut")
-  # Up to step 35 only: resuming is the subject, not training.
-  resumed = run_tool("run_pretraining", *tool_flags(record_sets, damaged_dir, "--num_train_steps=35"))
+  damage_checkpoint(str(damaged_dir / "model.ckpt-20"), "data cut")
+  # Up to step 15 only: resuming is the subject, not training.
+  resumed = run_tool("run_pretraining", *tool_flags(record_sets, damaged_dir, "--num_train_steps=15"))
   assert resumed.returncode == 0, resumed.stderr
-  assert (f"Checkpoint {damaged_dir / 'model.ckpt-40'} cannot be read: its files are truncated or corrupt (Read less "
-          f"bytes than requested). Resuming from {damaged_dir / 'model.ckpt-35'} instead, the newest complete "
+  assert (f"Checkpoint {damaged_dir / 'model.ckpt-20'} cannot be read: its files are truncated or corrupt (Read less "
+          f"bytes than requested). Resuming from {damaged_dir / 'model.ckpt-15'} instead, the newest complete "
           f"checkpoint in {damaged_dir}.\n") in resumed.stderr
-  assert f"Resuming from {damaged_dir / 'model.ckpt-35'} at step 35." in resumed.stderr
+  assert f"Resuming from {damaged_dir / 'model.ckpt-15'} at step 15." in resumed.stderr
 
 
 def test_eval_writes_results_and_keeps_the_best_checkpoint(records, tmp_path, monkeypatch):

@@ -35,7 +35,8 @@ pytestmark = requires_shared(SP8K_MODEL)
 @pytest.fixture(scope="module")
 def squad_v1(tmp_path_factory):
   tmp_path = tmp_path_factory.mktemp("squad_v1")
-  return tmp_path, squad_tool_run(tmp_path, version=1)
+  # 40 steps, then resumed to 80: by then the tiny model finds v1's answers far better than the baseline.
+  return tmp_path, squad_tool_run(tmp_path, version=1, steps=40)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def squad_v1_export(squad_v1):
 def test_squad_v1_tool_learns_resumes_and_writes_googles_files(squad_v1):
   tmp_path, (first, resumed) = squad_v1
   assert "Wrote" in first and "features" in first  # the feature caches were built ...
-  assert "Resuming from" in resumed and "at step 80" in resumed
+  assert "Resuming from" in resumed and "at step 40" in resumed
   assert "Read" in resumed and "features" in resumed  # ... and read back
   run = tmp_path / "run"
   dataset = read_json(tmp_path / "dev.json")["data"]
@@ -55,7 +56,7 @@ def test_squad_v1_tool_learns_resumes_and_writes_googles_files(squad_v1):
   best = run_directory.read_best_info(str(run))
   assert best["exact_match"] > baseline["exact_match"] + 30, (best, baseline)
   assert best["f1"] > baseline["f1"] + 30, (best, baseline)
-  assert "global_step = 160" in (run / run_directory.EVAL_RESULTS).read_text()
+  assert "global_step = 80" in (run / run_directory.EVAL_RESULTS).read_text()
   predictions = read_json(run / squad_predictions.PREDICTIONS_FILE)
   nbest = read_json(run / squad_predictions.NBEST_FILE)
   ids = [example.qas_id for example in dev_questions(str(tmp_path / "dev.json"))]

@@ -16,7 +16,7 @@ pytestmark = requires_shared(SP8K_MODEL)
 
 
 def test_squad_v2_tool_learns_to_tell_unanswerable_questions_and_exports_its_threshold(tmp_path):
-  first, resumed = squad_tool_run(tmp_path, version=2)
+  first, resumed = squad_tool_run(tmp_path, version=2, steps=80)
   assert "Resuming from" in resumed and "at step 80" in resumed
   run = tmp_path / "run"
   dataset = read_json(tmp_path / "dev.json")["data"]

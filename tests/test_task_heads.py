@@ -13,6 +13,7 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling import task_heads
 from albert_tf.modeling.weight_names import named_weights
 from albert_tf.tasks.dependency_parsing.model import AlbertDependencyParser
+from albert_tf.tasks.dialogue_state_tracking.model import AlbertDialogueStateTracker
 from albert_tf.tasks.token_classification.model import AlbertTokenClassifier
 from conftest import REPO, randomize, tiny_config
 
@@ -25,6 +26,9 @@ EXAMPLES = {
     "token_classifier_head": lambda config: AlbertTokenClassifier(config, ["O", "B-PER", "I-PER"]),
     "dependency_parser_head": lambda config: AlbertDependencyParser(
         config, ["NP", "VP", "AP"], pos_vocab_size=5, pos_embedding_size=4, arc_units=8, label_units=6),
+    "state_tracker_head": lambda config: AlbertDialogueStateTracker(
+        config, ["a-b", "a-c"], [["none", "x"], ["none", "dontcare", "y"]], [[5], [6, 7], [5], [8], [9, 10]],
+        [[3, 4], [3]]),
 }
 
 

@@ -23,6 +23,9 @@ the task's folder below it (each task's first metric picks the best checkpoint):
              accuracy
   klue-sts   KLUE v1.1 STS (klue-sts-v1.1/...): sentence pair -> score 0-5; pearson, spearman, binary_f1 (KLUE's F1
              of score >= 3.0)
+  klue-re    KLUE v1.1 RE (klue-re-v1.1/klue-re-v1.1_{train,dev}.json, relation_list.json): a sentence with its
+             subject and object marked (--entity_markers) -> one of the listed relations; micro_f1 (without
+             no_relation), auprc
   korsts     KorSTS (KorSTS/sts-{train,dev,test}.tsv): sentence pair -> score 0-5; spearman (the KorSTS paper's),
              pearson
   kornli     KorNLI (KorNLI/multinli.train.ko.tsv then snli_1.0_train.ko.tsv, xnli.{dev,test}.ko.tsv): accuracy
@@ -30,9 +33,9 @@ the task's folder below it (each task's first metric picks the best checkpoint):
 KLUE's test labels are not public: a KLUE task's test split is its dev file, so --do_predict writes the dev
 split's predictions. NSMC has no dev file: its test file is its dev split and its test split.
 
-Flags and defaults are Google's run_classifier.py's; --task_name=tsv with the --tsv_* flags, --keep_accents,
---dropout_prob, the strategy flags (as run_pretraining's), --mixed_precision, --random_seed, --jit_compile and
---log_steps are ours. Every checkpoint is evaluated on the dev split with --do_eval (eval_results.txt, and the
+Flags and defaults are Google's run_classifier.py's; --task_name=tsv with the --tsv_* flags, --entity_markers,
+--keep_accents, --dropout_prob, the strategy flags (as run_pretraining's), --mixed_precision, --random_seed,
+--jit_compile and --log_steps are ours. Every checkpoint is evaluated on the dev split with --do_eval (eval_results.txt, and the
 best by the task's metric kept as model.ckpt-best); --do_predict writes test_results.tsv and
 submit_results.tsv from the best weights; --export_dir writes a SavedModel whose classify_text signature
 takes raw text. Rerunning the same command resumes from the last checkpoint.

@@ -14,6 +14,9 @@ best by F1 kept as model.ckpt-best) and writes predictions.json and nbest_predic
 best weights. --export_dir writes a SavedModel whose answer_question signature takes the raw question and
 context, and albert_model.tflite beside it (checked to give the same logits). Flags as Google's, plus the strategy,
 mixed-precision and memory flags of run_classifier; rerunning the same command resumes.
+
+--task_name (ours) picks the benchmark: squad (the default) or korquad1 (KorQuAD 1.0: its files checked
+strictly, its official character-level EM and F1).
 """
 
 from albert_tf import cli

@@ -14,6 +14,10 @@ best by F1 kept as model.ckpt-best) and writes predictions.json and nbest_predic
 best weights. --export_dir writes a SavedModel whose answer_question signature takes the raw question and
 context. Flags as Google's, plus the strategy,
 mixed-precision and memory flags of run_classifier; rerunning the same command resumes.
+
+--task_name (ours) picks the benchmark: squad (the default) or klue-mrc (klue-mrc-v1.1_{train,dev}.json: guid,
+question_type, is_impossible and plausible_answers checked; KLUE's exact_match and rouge_w, the best checkpoint
+and the no-answer threshold by rouge_w).
 """
 
 from albert_tf import cli

@@ -16,6 +16,7 @@ from albert_tf.data import task_readers
 from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.classification import catalogue
+from albert_tf.tasks.classification import relation_extraction
 from albert_tf.tasks.classification import user_tsv
 from albert_tf.training import finetuning
 from albert_tf.training import loop
@@ -85,6 +86,10 @@ def define_task_flags():
   flags.DEFINE_float("tsv_label_threshold", None, "tsv task: binary classes from a numeric score: 1 if "
                      "score > threshold, else 0.")
   flags.DEFINE_bool("tsv_test_has_labels", True, "tsv task: test.tsv has the label column too.")
+  flags.DEFINE_enum("entity_markers", None, list(relation_extraction.ENTITY_MARKERS), "klue-re: how the subject "
+                    "and object are marked in the text: typed_punct (default; '& * PER * 이순신 &', "
+                    "'# ^ LOC ^ 서울 #', no new pieces) or added_pieces (⟦subject⟧, ⟪object⟫: pieces added by "
+                    "tools/extend_vocab.py).")
 
 
 def define_flags(data_dir_required: bool = True):
@@ -110,7 +115,7 @@ def task_from_flags() -> task_readers.Task:
     if given:
       raise TaskError(f"{', '.join(given)} describe a tsv task's files; --task_name={FLAGS.task_name} "
                             "has its own layout.")
-    return catalogue.get_task(FLAGS.task_name)
+    return catalogue.get_task(FLAGS.task_name, entity_markers=FLAGS.entity_markers)
   tsv_format = user_tsv.TsvFormat(
       text_a_column=FLAGS.tsv_text_a_column, label_column=FLAGS.tsv_label_column,
       text_b_column=FLAGS.tsv_text_b_column, has_header=FLAGS.tsv_has_header,

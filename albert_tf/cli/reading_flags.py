@@ -10,10 +10,13 @@ from absl import flags
 from albert_tf.cli import finetuning_flags
 from albert_tf.errors import OptionError
 from albert_tf.tasks.dependency_parsing import data as parsing_data
+from albert_tf.tasks.dialogue_state_tracking import data as tracking_data
+from albert_tf.tasks.dialogue_state_tracking import objective as tracking_objective
 from albert_tf.tasks.dependency_parsing import objective as parsing_objective
 from albert_tf.tasks.race import objective as race_objective
 from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import objective as squad_objective
+from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad.answer_spans import QuestionAnsweringOptions
 from albert_tf.tasks.token_classification import data as tagging_data
 from albert_tf.tasks.token_classification import objective as tagging_objective
@@ -33,6 +36,10 @@ def _model_tokenizer() -> SentencePieceTokenizer:
 def define_squad_flags(version: int):
   """The flags of Google's run_squad_v<version>.py (and the shared fine-tuning flags)."""
   finetuning_flags.define_run_flags()
+  tasks = [reading_tasks.reading_task(name, version) for name in reading_tasks.task_names(version)]
+  flags.DEFINE_enum("task_name", reading_tasks.DEFAULT_TASK, [task.name for task in tasks],
+                    "The benchmark, which says how the JSON files are read and scored: " +
+                    "; ".join(f"{task.name}: {task.description}" for task in tasks) + ".")
   flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
   flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, when it has answers, to score every "
                       "checkpoint on and keep the best), e.g. dev-v1.1.json.")
@@ -68,6 +75,7 @@ def squad_run_from_flags(version: int):
   if not 0 <= FLAGS.warmup_proportion < 1:
     raise OptionError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1).")
   tokenizer = _model_tokenizer()
+  task = reading_tasks.reading_task(FLAGS.task_name, version)
   settings = squad_objective.SquadSettings(
       version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),
@@ -75,13 +83,13 @@ def squad_run_from_flags(version: int):
       predict_feature_left_file=FLAGS.predict_feature_left_file,
       reading=QuestionAnsweringOptions(FLAGS.max_query_length, FLAGS.doc_stride, FLAGS.max_answer_length,
                                        FLAGS.n_best_size),
-      **({"start_n_top": FLAGS.start_n_top, "end_n_top": FLAGS.end_n_top} if version == 2 else {}))
+      task=task, **({"start_n_top": FLAGS.start_n_top, "end_n_top": FLAGS.end_n_top} if version == 2 else {}))
   objective = squad_objective.SquadObjective(settings, tokenizer, FLAGS.max_seq_length)
   schedule = {}
   if FLAGS.do_train:
     if not FLAGS.train_file:
       raise OptionError("--do_train needs --train_file.")
-    num_questions = squad_examples.count_questions(FLAGS.train_file)
+    num_questions = squad_examples.count_questions(FLAGS.train_file, layout=task.layout)
     train_step = int(num_questions / FLAGS.train_batch_size * FLAGS.num_train_epochs)
     if train_step < 1:
       raise OptionError(f"{num_questions} questions / --train_batch_size={FLAGS.train_batch_size} × "
@@ -89,7 +97,8 @@ def squad_run_from_flags(version: int):
     schedule = {"train_step": train_step, "warmup_step": int(train_step * FLAGS.warmup_proportion)}
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise OptionError("--do_predict needs --predict_file.")
-  do_eval = bool(FLAGS.do_predict and squad_examples.count_questions(FLAGS.predict_file, with_answers=True))
+  do_eval = bool(FLAGS.do_predict and squad_examples.count_questions(FLAGS.predict_file, with_answers=True,
+                                                                     layout=task.layout))
   options = finetuning_flags.options_from_flags(data_dir=None, do_eval=do_eval,
                                                 eval_batch_size=FLAGS.predict_batch_size, **schedule)
   return options, objective
@@ -181,5 +190,30 @@ def dependency_parsing_run_from_flags():
   tokenizer = _model_tokenizer()
   objective = parsing_objective.DependencyParsingObjective(tokenizer, FLAGS.task_name, FLAGS.max_words,
                                                           FLAGS.pos_embedding_size)
+  options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
+  return options, objective
+
+
+def define_dialogue_state_tracking_flags():
+  """The flags of run_dialogue_state_tracking (and the shared fine-tuning flags)."""
+  finetuning_flags.define_run_flags()
+  finetuning_flags.define_schedule_flags()
+  flags.DEFINE_enum("task_name", None, [tracking_data.TASK_NAME], "The dialogues' layout: wos (KLUE's Wizard of "
+                    "Seoul: a JSON array of dialogues, a state on each user turn).")
+  flags.DEFINE_string("data_dir", None, "The folder of wos-v1.1_{train,dev}.json (the test split reads "
+                      "wos-v1.1_test.json, else the dev file) and ontology.json.")
+  flags.DEFINE_string("ontology_file", None, "The ontology, \"domain-slot\" -> its values (default: "
+                      "ontology.json beside the dialogue files).")
+  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
+  flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
+  flags.mark_flags_as_required(["task_name", "data_dir"])
+  for name, default in (("max_seq_length", 512), ("train_step", 10000), ("warmup_step", 1000),
+                        ("save_checkpoints_steps", 1000), ("do_train", True), ("predict_batch_size", 32)):
+    FLAGS.set_default(name, default)
+
+
+def dialogue_state_tracking_run_from_flags():
+  """The `FineTuningOptions` and `DialogueStateTrackingObjective` of the flags."""
+  objective = tracking_objective.DialogueStateTrackingObjective(_model_tokenizer(), FLAGS.ontology_file)
   options: finetuning.FineTuningOptions = finetuning_flags.options_from_flags()
   return options, objective

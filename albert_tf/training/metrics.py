@@ -155,13 +155,63 @@ def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Seq
     scores[f"examples_{level}"] = int(of_level.sum())
   return scores
 
+def micro_f1(predictions, labels, classes: Sequence[int]) -> float:
+  """Micro-averaged F1 over `classes` only (KLUE-RE's, over every relation but no_relation): the true positives,
+  predictions and labels of those classes pooled, 2 tp / (predicted + labelled), as scikit-learn's
+  `f1_score(labels, predictions, average="micro", labels=classes)`; 0 where none is predicted or labelled."""
+  predictions, labels = _pair(predictions, labels)
+  predicted, labelled = np.isin(predictions, classes), np.isin(labels, classes)
+  true_positives = float(np.sum(predicted & (predictions == labels)))
+  denominator = float(np.sum(predicted) + np.sum(labelled))
+  return 2 * true_positives / denominator if denominator else 0.0
+
+
+def precision_recall_auc(scores, positives) -> float:
+  """The area under one class's precision-recall curve, as scikit-learn's `auc(recall, precision)` of
+  `precision_recall_curve(positives, scores)`: a point for each distinct score (taken as the threshold), plus
+  (recall 0, precision 1), joined by straight lines. Without positives every recall is 1 (the area is 0.5)."""
+  scores, positives = _pair(scores, positives, np.float64)
+  order = np.argsort(-scores, kind="stable")
+  scores, positives = scores[order], positives[order]
+  last_of_each_score = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1]
+  true_positives = np.cumsum(positives)[last_of_each_score]
+  predicted = last_of_each_score + 1.0
+  precision = true_positives / predicted
+  recall = true_positives / true_positives[-1] if true_positives[-1] else np.ones_like(true_positives)
+  precision, recall = np.r_[1.0, precision], np.r_[0.0, recall]
+  return float(np.sum(np.diff(recall) * (precision[1:] + precision[:-1]) / 2))
+
+
+def mean_auprc(probabilities, labels) -> float:
+  """KLUE-RE's AUPRC: the mean over every class of the one-vs-rest `precision_recall_auc` of its probabilities
+  (`probabilities` [examples, classes], `labels` class ids)."""
+  probabilities = np.asarray(probabilities, np.float64)
+  labels = np.asarray(labels).reshape(-1)
+  if probabilities.ndim != 2 or probabilities.shape[0] != labels.size:
+    raise ValueError(f"AUPRC takes class probabilities [examples, classes] and a label each: {probabilities.shape} "
+                     f"and {labels.size} labels.")
+  return float(np.mean([precision_recall_auc(probabilities[:, c], labels == c)
+                        for c in range(probabilities.shape[1])]))
 
 
 METRICS: Dict[str, Callable[..., float]] = {
     "accuracy": accuracy, "mcc": matthews_corrcoef, "f1": f1, "macro_f1": macro_f1, "binary_f1": sts_binary_f1,
-    "pearson": pearson, "spearman": spearman, "mse": mse}
+    "pearson": pearson, "spearman": spearman, "mse": mse, "micro_f1": micro_f1, "auprc": mean_auprc}
 # Metrics over all of a task's classes, present or not: they take its number of classes too.
 PER_CLASS_METRICS = frozenset({"macro_f1"})
+# Metrics over the task's classes but its negative one (its `negative_label`, KLUE-RE's no_relation): they take
+# the ids of the others.
+POSITIVE_CLASS_METRICS = frozenset({"micro_f1"})
+# Metrics of the class probabilities (the softmax of the 2-D predictions), not of the predicted class.
+PROBABILITY_METRICS = frozenset({"auprc"})
+
+
+def class_probabilities(logits) -> np.ndarray:
+  """The softmax of class logits [examples, classes], float32: what the probability metrics score and what
+  prediction files write, the same numbers (a tie in one is a tie in the other)."""
+  logits = np.asarray(logits, np.float32)
+  exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
+  return exponentials / exponentials.sum(axis=-1, keepdims=True)
 
 
 def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
@@ -170,15 +220,31 @@ def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
 
   Args:
     task: the task, from `albert_tf.tasks.classification.catalogue.get_task`.
-    predictions: class ids, or class scores [examples, classes] (their argmax is taken); for regression,
-      the predicted values ([examples] or [examples, 1]).
+    predictions: class ids, or class logits [examples, classes] (their argmax is taken; the probability
+      metrics take their softmax, and need them); for regression, the predicted values ([examples] or
+      [examples, 1]).
     labels: label ids, or the true values for regression.
 
   Returns:
     {metric name: value}; `task.primary_metric` is among them.
   """
   predictions = np.asarray(predictions)
+  probabilities = None
   if not task.is_regression and predictions.ndim == 2:
+    probabilities = class_probabilities(predictions)
     predictions = predictions.argmax(axis=-1)
-  return {name: METRICS[name](predictions, labels, len(task.label_list)) if name in PER_CLASS_METRICS
-          else METRICS[name](predictions, labels) for name in task.metric_names}
+  values = {}
+  for name in task.metric_names:
+    if name in PROBABILITY_METRICS:
+      if probabilities is None:
+        raise ValueError(f"{name} takes class logits [examples, classes], not class ids.")
+      values[name] = METRICS[name](probabilities, labels)
+    elif name in PER_CLASS_METRICS:
+      values[name] = METRICS[name](predictions, labels, len(task.label_list))
+    elif name in POSITIVE_CLASS_METRICS:
+      negative = getattr(task, "negative_label", None)
+      values[name] = METRICS[name](predictions, labels, [index for index, label in enumerate(task.label_list)
+                                                          if label != negative])
+    else:
+      values[name] = METRICS[name](predictions, labels)
+  return values

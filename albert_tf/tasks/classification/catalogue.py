@@ -9,8 +9,10 @@ The Korean tasks read their benchmarks' official files, each under its official 
 in the task's folder of the download (as GLUE's): `klue-ynat`, `klue-nli`, `klue-sts` (KLUE v1.1's JSON
 arrays of records; the folders `ynat-v1.1`, `klue-nli-v1.1`, `klue-sts-v1.1`), `korsts` and `kornli` (Kakao
 Brain's KorNLUDatasets TSV files; `KorSTS`, `KorNLI`) and `nsmc` (the Naver sentiment movie corpus'
-`ratings_*.txt`). Their test splits are labeled; KLUE's test labels are not public, so a KLUE task's test split
-is its dev file, and NSMC has no dev file, so its dev split is its test file.
+`ratings_*.txt`); and `klue-re` (KLUE v1.1's relation extraction, `relation_extraction`: the entities marked
+in the sentence, the labels of its `relation_list.json`). Their test splits are labeled; KLUE's test labels are
+not public, so a KLUE task's test split is its dev file, and NSMC has no dev file, so its dev split is its test
+file.
 """
 
 from typing import Dict, Optional, Sequence, Tuple, Union
@@ -18,6 +20,7 @@ from typing import Dict, Optional, Sequence, Tuple, Union
 from albert_tf.data.task_readers import (BINARY, REGRESSION_METRICS, SPLITS, Columns, FileTask, JsonFields,
                                          SplitFiles, Task)
 from albert_tf.errors import TaskError
+from albert_tf.tasks.classification.relation_extraction import DEFAULT_MARKERS, RelationTask
 from albert_tf.tasks.classification.user_tsv import TsvFormat, TsvTask
 
 
@@ -118,23 +121,32 @@ _KOREAN_TASKS = (
 
 
 _TASKS_BY_NAME = {task.name: task for task in _GLUE_TASKS + _KOREAN_TASKS}
+# Tasks whose labels come with their data (KLUE-RE's relation_list.json, read with the first split): a new
+# instance for each run.
+_TASKS_READING_LABELS = {"klue-re": RelationTask}
 # Google's spellings are "sst-2", "sts-b" and "mismnli"; the GLUE benchmark's own are without hyphens.
 _ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "mismnli": "mnli-mm"}
-KNOWN_TASKS = tuple(_TASKS_BY_NAME) + ("tsv",)
+KNOWN_TASKS = tuple(_TASKS_BY_NAME) + tuple(_TASKS_READING_LABELS) + ("tsv",)
 
 
-def get_task(name: str, tsv_format: Optional[TsvFormat] = None) -> Task:
+def get_task(name: str, tsv_format: Optional[TsvFormat] = None, entity_markers: Optional[str] = None) -> Task:
   """The task called `name` (case-insensitive; see `KNOWN_TASKS`).
 
   Args:
     name: a GLUE task name as Google's `run_classifier.py` spells it (or its alias), a Korean benchmark's
-      (klue-ynat, klue-nli, klue-sts, korsts, kornli, nsmc), or "tsv".
+      (klue-ynat, klue-nli, klue-sts, klue-re, korsts, kornli, nsmc), or "tsv".
     tsv_format: the file layout of the "tsv" task; only for it.
+    entity_markers: how klue-re marks its entities (`relation_extraction.ENTITY_MARKERS`); only for it.
 
   Raises:
-    TaskError: an unknown name, or `tsv_format` missing for "tsv" or given for another task.
+    TaskError: an unknown name, `tsv_format` missing for "tsv" or given for another task, or `entity_markers`
+      given for a task other than klue-re.
   """
   key = _ALIASES.get(name.lower(), name.lower())
+  if key in _TASKS_READING_LABELS:
+    return _TASKS_READING_LABELS[key](entity_markers or DEFAULT_MARKERS)
+  if entity_markers is not None:
+    raise TaskError(f"entity_markers (--entity_markers) is for klue-re, not {key!r}.")
   if key == "tsv":
     if tsv_format is None:
       raise TaskError("The tsv task needs a TsvFormat (which columns hold the texts and the label).")

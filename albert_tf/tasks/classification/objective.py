@@ -34,12 +34,18 @@ class ClassifierObjective(FineTuningDefaults):
     self.progress_groups = (("loss",),) if task.is_regression else (("loss", "accuracy"),)
 
   def run_info(self) -> Dict:
-    return {"task": self.task.name, "label_list": None if self.task.is_regression else list(self.task.label_list)}
+    info = {"task": self.task.name, "label_list": None if self.task.is_regression else list(self.task.label_list)}
+    info.update(getattr(self.task, "settings", {}))  # what else its texts depend on (KLUE-RE's entity markers)
+    return info
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     """Takes the labels of an earlier run of `output_dir` (their order is the head's); refuses other labels."""
     if info.get("task") != self.task.name:
       raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task.name!r}.")
+    for name, value in getattr(self.task, "settings", {}).items():
+      if info.get(name, value) != value:
+        raise TaskError(f"--output_dir {output_dir} was trained with --{name}={info[name]}; this run's is "
+                        f"--{name}={value}. Use the same, or a new --output_dir.")
     if self.task.is_regression:
       return
     if self.task.label_list is None:  # a tsv task that has not read its train split
@@ -50,6 +56,9 @@ class ClassifierObjective(FineTuningDefaults):
 
   def encode(self, examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,
              description: str) -> EncodedSplit:
+    check_vocabulary = getattr(self.task, "check_vocabulary", None)
+    if check_vocabulary:  # texts that need pieces of their own (KLUE-RE's added entity markers)
+      check_vocabulary([piece.decode("utf-8") for piece in tokenizer.vocabulary.numpy()])
     texts_b = [example.text_b or "" for example in examples] if self.task.is_pair else None
     packed = pack_texts(tokenizer, [example.text_a for example in examples], texts_b, max_seq_length, description)
     if self.task.is_regression:
@@ -104,6 +113,6 @@ class ClassifierObjective(FineTuningDefaults):
     del output_dir
     if self.task.is_regression:
       return prediction_tables(split.guids, [repr(float(value)) for value in outputs[:, 0]], outputs.tolist())
-    probabilities = tf.nn.softmax(outputs).numpy()
+    probabilities = metrics_lib.class_probabilities(outputs)
     return prediction_tables(split.guids, [self.task.label_list[index] for index in probabilities.argmax(-1)],
                              probabilities.tolist())

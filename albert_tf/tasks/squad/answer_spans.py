@@ -182,7 +182,9 @@ def best_answers(context: tf.Tensor, windows: Dict[str, tf.Tensor], score: tf.Te
   best_window = tf.minimum(best_window, tf.shape(example)[0] - 1)
   begin = tf.gather(tf.gather(windows["token_begin"], start, batch_dims=1), best_window)
   finish = tf.gather(tf.gather(windows["token_end"], end, batch_dims=1), best_window)
-  found = tf.math.is_finite(best_score)
+  # The segment max starts from the lowest finite float, so a question whose windows all score -inf would look
+  # found (and cut bytes at a meaningless place): ask whether any window has a span instead.
+  found = tf.math.unsorted_segment_max(tf.cast(tf.math.is_finite(score), tf.int32), example, num_examples) > 0
   text = tf.strings.substr(context, tf.cast(begin, tf.int32), tf.cast(tf.maximum(finish - begin, 0), tf.int32))
   text = tf.strings.strip(text)
-  return {"answer": tf.where(found, text, ""), "score": best_score}
+  return {"answer": tf.where(found, text, ""), "score": tf.where(found, best_score, -float("inf"))}

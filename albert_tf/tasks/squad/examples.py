@@ -11,10 +11,39 @@ Deliberate differences from Google's code:
 import dataclasses
 import json
 import sys
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from albert_tf.errors import DataError, InputFileError, json_error_text
 from albert_tf.files import file_exists, read_bytes
+
+@dataclasses.dataclass(frozen=True)
+class QuestionLayout:
+  """How a benchmark in SQuAD's JSON layout writes its questions, and how strictly they are read.
+
+  Attributes:
+    id_field: the question's field that holds its id (the key of the predictions).
+    answers_must_match: an answer (of any file) whose text is not at its `answer_start` is an error naming the
+      question; otherwise SQuAD's rule: a training answer is skipped and counted, a prediction one kept.
+    trains_on_first_answer: a training question may have several answers and is trained on the first; otherwise
+      it needs exactly one (Google's rule).
+    requires_is_impossible: (v2) every question says `is_impossible`, which must agree with its answers (true
+      without answers, false with some); otherwise a missing one is false and training answers are ignored
+      when true.
+    other_answer_fields: lists of {"text", "answer_start"} besides "answers" (never gold answers), checked as
+      the answers are.
+    check_question: (where, question) -> None, raising DataError on a benchmark's own fields; None: nothing more.
+  """
+
+  id_field: str = "id"
+  answers_must_match: bool = False
+  trains_on_first_answer: bool = False
+  requires_is_impossible: bool = False
+  other_answer_fields: Tuple[str, ...] = ()
+  check_question: Optional[Callable[[str, dict], None]] = None
+
+
+SQUAD_LAYOUT = QuestionLayout()
+
 
 @dataclasses.dataclass(frozen=True)
 class SquadExample:
@@ -40,8 +69,8 @@ class SquadExample:
   gold_answers: Tuple[str, ...]
 
 
-def read_squad_examples(input_file: str, is_training: bool,
-                        version_2_with_negative: bool) -> Tuple[List[SquadExample], list, int]:
+def read_squad_examples(input_file: str, is_training: bool, version_2_with_negative: bool,
+                        layout: QuestionLayout = SQUAD_LAYOUT) -> Tuple[List[SquadExample], list, int]:
   """Reads a SQuAD JSON file.
 
   Args:
@@ -49,6 +78,7 @@ def read_squad_examples(input_file: str, is_training: bool,
     is_training: a training file: each answerable question needs exactly one answer, and answers whose
       text is not at their `answer_start` are skipped (counted, one line on stderr).
     version_2_with_negative: SQuAD v2.0: a question's `is_impossible` is read (v1.1 files have none).
+    layout: the benchmark's fields and rules (default SQuAD's).
 
   Returns:
     (the examples, the file's "data" list, the number of training answers skipped).
@@ -58,17 +88,18 @@ def read_squad_examples(input_file: str, is_training: bool,
     DataError: the file is empty, not UTF-8, not JSON, not of SQuAD's layout, holds no questions, breaks
       the training rules above, or every training answer is skipped.
   """
-  return parse_squad(input_file, read_input(input_file), is_training, version_2_with_negative)
+  return parse_squad(input_file, read_input(input_file), is_training, version_2_with_negative, layout)
 
 
-def count_questions(input_file: str, with_answers: bool = False) -> int:
+def count_questions(input_file: str, with_answers: bool = False, layout: QuestionLayout = SQUAD_LAYOUT) -> int:
   """The number of questions in a SQuAD file (all, or only those with at least one answer), for the number of
   training steps and whether predictions can be scored.
 
   Raises:
     InputFileError, DataError: as `read_squad_examples` raises them when predicting.
   """
-  examples, _, _ = read_squad_examples(input_file, is_training=False, version_2_with_negative=False)
+  examples, _, _ = read_squad_examples(input_file, is_training=False,
+                                       version_2_with_negative=layout.requires_is_impossible, layout=layout)
   return sum(1 for example in examples if example.gold_answers or not with_answers)
 
 
@@ -78,8 +109,8 @@ def read_input(input_file: str) -> bytes:
   return read_bytes(input_file)
 
 
-def parse_squad(input_file: str, raw: bytes, is_training: bool,
-                version_2_with_negative: bool) -> Tuple[List[SquadExample], list, int]:
+def parse_squad(input_file: str, raw: bytes, is_training: bool, version_2_with_negative: bool,
+                layout: QuestionLayout = SQUAD_LAYOUT) -> Tuple[List[SquadExample], list, int]:
   try:
     text = raw.decode("utf-8").removeprefix("\ufeff")
   except UnicodeDecodeError as error:
@@ -107,7 +138,7 @@ def parse_squad(input_file: str, raw: bytes, is_training: bool,
         raise DataError(f'{where} has no "qas" list.')
       for qa_index, qa in enumerate(paragraph["qas"]):
         example = _read_question(f"{where}.qas[{qa_index}]", input_file, paragraph["context"], qa, is_training,
-                                 version_2_with_negative)
+                                 version_2_with_negative, layout)
         if example is None:
           skipped += 1
         else:
@@ -125,30 +156,44 @@ def parse_squad(input_file: str, raw: bytes, is_training: bool,
 
 
 def _read_question(where: str, input_file: str, context: str, qa: object, is_training: bool,
-                   version_2_with_negative: bool) -> Optional[SquadExample]:
+                   version_2_with_negative: bool, layout: QuestionLayout) -> Optional[SquadExample]:
   """One qa of a paragraph; None for a training question whose answer is not at its offset."""
-  if not isinstance(qa, dict) or not isinstance(qa.get("id"), str):
+  if not isinstance(qa, dict) or not isinstance(qa.get(layout.id_field), str):
     # The official scripts look predictions up by the id as a string.
-    raise DataError(f'{where} has no "id" string.')
-  qas_id = qa["id"]
+    raise DataError(f'{where} has no "{layout.id_field}" string.')
+  qas_id = qa[layout.id_field]
   if not isinstance(qa.get("question"), str):
     raise DataError(f'{input_file}: question {qas_id} has no "question" text.')
   is_impossible = False
   if version_2_with_negative:
+    if layout.requires_is_impossible and "is_impossible" not in qa:
+      raise DataError(f'{input_file}: question {qas_id} has no "is_impossible".')
     is_impossible = qa.get("is_impossible", False)
     if not isinstance(is_impossible, bool):
       raise DataError(f'{input_file}: question {qas_id} has an "is_impossible" that is not true or false.')
   answers = qa.get("answers", [])
-  if not isinstance(answers, list) or not all(
-      isinstance(answer, dict) and isinstance(answer.get("text"), str) and type(answer.get("answer_start")) is int
-      for answer in answers):
-    raise DataError(f'{input_file}: question {qas_id} needs an "answers" list of {{"text", "answer_start"}} '
-                    "objects (answer_start an integer).")
-  if is_training and not is_impossible and len(answers) != 1:
+  other_answers = {field: qa.get(field) or [] for field in layout.other_answer_fields}  # absent or null: none
+  for field, listed in (("answers", answers), *other_answers.items()):
+    _check_answer_list(input_file, qas_id, field, listed)
+  if layout.check_question is not None:
+    layout.check_question(f"{input_file}: question {qas_id}", qa)
+  if layout.requires_is_impossible and is_impossible == bool(answers):
+    raise DataError(f'{input_file}: question {qas_id} has "is_impossible": {str(is_impossible).lower()} and '
+                    f'{len(answers)} answers; an unanswerable question has none, an answerable one at least one.')
+  if layout.answers_must_match:
+    for field, listed in (("answers", answers), *other_answers.items()):
+      for answer in listed:
+        if _answer_in_context(context, answer["text"], answer["answer_start"])[1] < 0:
+          start = answer["answer_start"]
+          raise DataError(f"{input_file}: question {qas_id}: the {field} text {answer['text']!r} is not the "
+                          f"context's text at its answer_start {start} "
+                          f"({context[max(start, 0):max(start, 0) + len(answer['text'])]!r}).")
+  if is_training and not is_impossible and (len(answers) != 1 and not (layout.trains_on_first_answer and answers)):
     # A v1.1 run given v2.0's file: its unanswerable questions have no answer.
     hint = ("; SQuAD v2.0 files, with unanswerable questions, are for run_squad_v2 (albert-run-squad-v2; in Python, "
             "version_2_with_negative=True)" if not answers and not version_2_with_negative else "")
-    raise DataError(f"{input_file}: question {qas_id} has {len(answers)} answers; training needs exactly one "
+    needed = "at least one" if layout.trains_on_first_answer else "exactly one"
+    raise DataError(f"{input_file}: question {qas_id} has {len(answers)} answers; training needs {needed} "
                     f"per answerable question{hint}.")
   if is_impossible or not answers:
     return SquadExample(qas_id, qa["question"], context, "", -1, is_impossible, ())
@@ -161,6 +206,14 @@ def _read_question(where: str, input_file: str, context: str, qa: object, is_tra
     answer_text = answers[0]["text"].strip()
     answer_start = answers[0]["answer_start"] + len(answers[0]["text"]) - len(answers[0]["text"].lstrip())
   return SquadExample(qas_id, qa["question"], context, answer_text, answer_start, False, gold_answers)
+
+
+def _check_answer_list(input_file: str, qas_id: str, field: str, answers: object):
+  if not isinstance(answers, list) or not all(
+      isinstance(answer, dict) and isinstance(answer.get("text"), str) and type(answer.get("answer_start")) is int
+      for answer in answers):
+    raise DataError(f'{input_file}: question {qas_id} needs an "{field}" list of {{"text", "answer_start"}} '
+                    "objects (answer_start an integer).")
 
 
 def _answer_in_context(context: str, text: str, start: int) -> Tuple[str, int]:

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.files import partial_path, write_atomically
-from albert_tf.tasks.squad.examples import SquadExample, parse_squad, read_input
+from albert_tf.tasks.squad.examples import SQUAD_LAYOUT, QuestionLayout, SquadExample, parse_squad, read_input
 from albert_tf.tasks.squad.features import SquadFeature, SquadSplit, check_feature_options, convert_examples_to_features
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -31,7 +31,8 @@ _TOKEN_RECORD_FEATURES = ("token_start_to_char", "token_end_to_char", "token_is_
 def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, max_seq_length: int,
                             doc_stride: int, max_query_length: int, is_training: bool,
                             version_2_with_negative: bool, feature_file: str,
-                            feature_left_file: Optional[str] = None) -> SquadSplit:
+                            feature_left_file: Optional[str] = None,
+                            layout: QuestionLayout = SQUAD_LAYOUT) -> SquadSplit:
   """Reads a SQuAD file, and its features from `feature_file` when that was made with the same settings.
 
   The examples are always read from the JSON (scoring needs them). The features are read from
@@ -55,6 +56,7 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
       `--predict_feature_file`).
     feature_left_file: optional JSON-lines file of the features' metadata (Google's
       `--predict_feature_left_file`).
+    layout: the benchmark's question fields and rules (see `read_squad_examples`).
 
   Returns:
     The examples, the features, the number of training answers skipped and the file's "data" list.
@@ -65,7 +67,7 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
   """
   check_feature_options(max_seq_length, doc_stride, max_query_length)
   raw = read_input(input_file)
-  examples, dataset, skipped = parse_squad(input_file, raw, is_training, version_2_with_negative)
+  examples, dataset, skipped = parse_squad(input_file, raw, is_training, version_2_with_negative, layout)
   settings = {
       "cache_format": _CACHE_FORMAT,
       "max_seq_length": max_seq_length,

@@ -20,6 +20,7 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.squad import feature_cache
 from albert_tf.tasks.squad import features as squad_features
 from albert_tf.tasks.squad import predictions as squad_predictions
+from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad import scoring as squad_scoring
 from albert_tf.tasks.squad import tflite
 from albert_tf.tasks.squad.answer_spans import READING_SETTINGS, QuestionAnsweringOptions
@@ -43,6 +44,7 @@ class SquadSettings:
     reading: `--max_query_length`, `--doc_stride`, `--max_answer_length` and `--n_best_size`, which the
       exported `answer_question` reads with too.
     start_n_top, end_n_top: v2's beam.
+    task: the benchmark (`--task_name`): how its files are read and scored; None: SQuAD of `version`.
   """
 
   version: int
@@ -54,6 +56,7 @@ class SquadSettings:
   reading: QuestionAnsweringOptions = dataclasses.field(default_factory=QuestionAnsweringOptions)
   start_n_top: int = 5
   end_n_top: int = 5
+  task: Optional[reading_tasks.ReadingTask] = None
 
 
 class SquadObjective(FineTuningDefaults):
@@ -81,10 +84,15 @@ class SquadObjective(FineTuningDefaults):
       raise OptionError(f"--start_n_top={settings.start_n_top} and --end_n_top={settings.end_n_top} must be between "
                         f"1 and --max_seq_length={max_seq_length}.")
     settings.reading.check(max_seq_length)
+    self.task = settings.task or reading_tasks.reading_task(reading_tasks.DEFAULT_TASK, settings.version)
+    if self.task.version != settings.version:
+      raise OptionError(f"{self.task.description} is read by run_squad_v{self.task.version}, not "
+                        f"run_squad_v{settings.version}.")
     self.settings = settings
     self.tokenizer = tokenizer
     self.max_seq_length = max_seq_length
-    self.task_name = f"squad_v{settings.version}"
+    self.task_name = self.task.run_name
+    self.primary_metric = self.task.primary_metric
     self._predict_split = None  # dev and test are the same --predict_file: read once
 
   @property
@@ -113,7 +121,7 @@ class SquadObjective(FineTuningDefaults):
       return feature_cache.load_or_create_features(
           s.train_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
           is_training=True,
-          version_2_with_negative=self.is_v2, feature_file=s.train_feature_file)
+          version_2_with_negative=self.is_v2, feature_file=s.train_feature_file, layout=self.task.layout)
     if not s.predict_file:
       raise OptionError("--do_predict needs --predict_file.")
     if self._predict_split is None:
@@ -121,7 +129,7 @@ class SquadObjective(FineTuningDefaults):
           s.predict_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
           is_training=False,
           version_2_with_negative=self.is_v2, feature_file=s.predict_feature_file,
-          feature_left_file=s.predict_feature_left_file)
+          feature_left_file=s.predict_feature_left_file, layout=self.task.layout)
     return self._predict_split
 
   def encode(self, examples: squad_features.SquadSplit, tokenizer, max_seq_length: int,
@@ -199,26 +207,28 @@ class SquadObjective(FineTuningDefaults):
                                             outputs["end_logits"], s.n_best_size, s.max_answer_length)
 
   def _scores(self, outputs: Dict[str, np.ndarray], split: squad_features.SquadSplit):
-    """(answers, the official metrics): v2 with Google's two passes, the second at the best-F1 threshold."""
+    """(answers, the task's official metrics): v2 with Google's two passes, the second at the threshold best by
+    the task's primary metric."""
     s = self.settings.reading
     if self.is_v2:
       return squad_scoring.evaluate_v2(
           split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
           outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"], split.dataset,
-          s.n_best_size, s.max_answer_length)
+          s.n_best_size, s.max_answer_length, self.task.question_scores, self.task.scores)
     answers = self._answers(outputs, split, None)
-    return answers, squad_scoring.squad_v1_scores(split.dataset, answers.answers)
+    return answers, self.task.scores(split.dataset, answers)
 
   def evaluation_metrics(self, outputs: Dict[str, np.ndarray], split: EncodedSplit) -> Dict[str, float]:
-    """The official script's metrics (v1: exact_match, f1; v2: exact, f1, HasAns_*, NoAns_*, best_*)."""
+    """The task's official metrics (SQuAD v1: exact_match, f1; v2: exact, f1, HasAns_*, NoAns_*, best_*;
+    KorQuAD 1.0: exact_match, f1; KLUE-MRC: exact_match, rouge_w and both per question type)."""
     _, metrics = self._scores(outputs, split.source)
     return {name: float(value) for name, value in metrics.items()}
 
   def prediction_files(self, outputs: Dict[str, np.ndarray], split: EncodedSplit, output_dir: str) -> Dict[str, str]:
     """Google's `predictions.json`, `nbest_predictions.json` and (v2) `null_odds.json`.
 
-    v2 answers "" where the null-score difference is not below the threshold: the best-F1 one of this file
-    when it has answers (Google's `do_predict`), else the one of `model.ckpt-best`'s evaluation.
+    v2 answers "" where the null-score difference is not below the threshold: the one best by the primary metric
+    on this file when it has answers (Google's `do_predict`), else the one of `model.ckpt-best`'s evaluation.
     """
     source = split.source
     if self.is_v2 and any(example.gold_answers for example in source.examples):

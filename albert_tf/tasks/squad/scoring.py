@@ -19,7 +19,7 @@ import collections
 import re
 import string
 import sys
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -49,21 +49,48 @@ def squad_v1_scores(dataset: list, answers: Dict[str, str]) -> Dict[str, float]:
   Raises:
     DataError: `dataset` has no question, or a question without a gold answer (a v2.0 set).
   """
-  exact_sum = f1_sum = 0.0
+  return answerable_set_scores(dataset, answers, normalize_answer,
+                               {"exact_match": _equal, "f1": lambda prediction, gold: _overlap_f1(
+                                   prediction.split(), gold.split())}, "SQuAD v1.1", " (is this a v2.0 set?)")
+
+
+def answerable_set_scores(dataset: list, answers: Dict[str, str], normalize: Callable[[str], str],
+                          pair_scores: Dict[str, Callable[[str, str], float]], scores_name: str,
+                          no_gold_hint: str = "", id_field: str = "id") -> Dict[str, float]:
+  """The scores of evaluate-v1.1.py's frame, which benchmarks of answerable questions share: each prediction and
+  gold answer normalised, each metric the best over the question's gold answers, averaged over all questions in
+  percent (a question without a prediction scores 0).
+
+  Args:
+    dataset: the "data" list of a SQuAD-layout file.
+    answers: qas_id -> predicted answer text.
+    normalize: the benchmark's normal form of an answer.
+    pair_scores: metric name -> (normalised prediction, normalised gold) -> score in [0, 1].
+    scores_name, no_gold_hint: what the scores are and a hint, for the error of a question without a gold answer.
+    id_field: the question's field holding its id.
+
+  Raises:
+    DataError: `dataset` has no question, or a question without a gold answer.
+  """
+  sums = dict.fromkeys(pair_scores, 0.0)
   questions = missing = 0
-  for qas_id, gold_texts in _questions(dataset):
+  for qas_id, gold_texts in _questions(dataset, id_field):
     questions += 1
     if not gold_texts:
-      raise DataError(f"Question {qas_id} has no gold answer; SQuAD v1.1 scores need one (is this a v2.0 set?).")
+      raise DataError(f"Question {qas_id} has no gold answer; {scores_name} scores need one{no_gold_hint}.")
     if qas_id not in answers:
       missing += 1
       continue
-    prediction = normalize_answer(answers[qas_id])
-    golds = [normalize_answer(text) for text in gold_texts]
-    exact_sum += max(prediction == gold for gold in golds)
-    f1_sum += max(_overlap_f1(prediction.split(), gold.split()) for gold in golds)
-  _check_questions(questions, missing)
-  return {"exact_match": 100.0 * exact_sum / questions, "f1": 100.0 * f1_sum / questions}
+    prediction = normalize(answers[qas_id])
+    golds = [normalize(text) for text in gold_texts]
+    for name, score in pair_scores.items():
+      sums[name] += max(score(prediction, gold) for gold in golds)
+  check_questions(questions, missing)
+  return {name: 100.0 * total / questions for name, total in sums.items()}
+
+
+def _equal(prediction: str, gold: str) -> float:
+  return float(prediction == gold)
 
 
 def squad_v2_scores(dataset: list, answers: Dict[str, str], null_odds: Optional[Dict[str, float]] = None,
@@ -121,15 +148,43 @@ def best_null_threshold(dataset: list, answers: Dict[str, str], null_odds: Dict[
   Raises:
     DataError: `dataset` has no question, or `null_odds` lacks a question that `answers` answers.
   """
+  return best_threshold_of(squad_v2_f1_per_question, dataset, answers, null_odds)
+
+
+# (dataset, answers) -> (whether each question is answerable, the score of each answer before any threshold).
+QuestionScores = Callable[[list, Dict[str, str]], Tuple[Dict[str, bool], Dict[str, float]]]
+# (dataset, predictions) -> the benchmark's metrics.
+SetScores = Callable[[list, SquadPredictions], Dict[str, float]]
+
+
+def squad_v2_f1_per_question(dataset: list, answers: Dict[str, str]) -> Tuple[Dict[str, bool], Dict[str, float]]:
+  """SQuAD v2.0's answerability and F1 of each question (a `QuestionScores`), which pick its null threshold."""
   has_answer, _, f1_raw = _v2_raw_scores(dataset, answers)
+  return has_answer, f1_raw
+
+
+def squad_v2_set_scores(dataset: list, predictions: SquadPredictions) -> Dict[str, float]:
+  """`squad_v2_scores` of v2 predictions with their null odds (a `SetScores`)."""
+  return squad_v2_scores(dataset, predictions.answers, predictions.null_odds)
+
+
+def best_threshold_of(question_scores: QuestionScores, dataset: list, answers: Dict[str, str],
+                      null_odds: Dict[str, float]) -> float:
+  """The null-odds threshold that maximises the total of `question_scores` (answering "" above it).
+
+  Raises:
+    DataError: `dataset` has no question, or `null_odds` lacks a question that `answers` answers.
+  """
+  has_answer, raw_scores = question_scores(dataset, answers)
   _answered_null_odds(has_answer, answers, null_odds)  # every answered question needs its odds
-  return _best_threshold(f1_raw, answers, has_answer, null_odds)[1]
+  return _best_threshold(raw_scores, answers, has_answer, null_odds)[1]
 
 
 def evaluate_v2(examples: Sequence, features: Sequence, start_top_log_probs: np.ndarray,
                 start_top_index: np.ndarray, end_top_log_probs: np.ndarray, end_top_index: np.ndarray,
-                cls_logits: np.ndarray, dataset: list, n_best_size: int,
-                max_answer_length: int) -> Tuple[SquadPredictions, Dict[str, float]]:
+                cls_logits: np.ndarray, dataset: list, n_best_size: int, max_answer_length: int,
+                question_scores: QuestionScores = squad_v2_f1_per_question,
+                set_scores: SetScores = squad_v2_set_scores) -> Tuple[SquadPredictions, Dict[str, float]]:
   """Google's SQuAD v2.0 evaluation: the null threshold best on `dataset`, the answers with it, and their scores.
 
   As Google's, the second pass answers only questions whose null odds are below the threshold, while the search
@@ -140,10 +195,12 @@ def evaluate_v2(examples: Sequence, features: Sequence, start_top_log_probs: np.
     examples, features, start_top_log_probs, start_top_index, end_top_log_probs, end_top_index, cls_logits,
       n_best_size, max_answer_length: as `squad_predictions.v2_predictions` takes them.
     dataset: the "data" list of the SQuAD v2.0 JSON file the examples come from.
+    question_scores: the per-question scores whose total the threshold maximises (default SQuAD v2.0's F1).
+    set_scores: the metrics of the thresholded predictions (default `squad_v2_scores`).
 
   Returns:
-    The predictions made with the threshold, and `squad_v2_scores` of them (Google's "na_prob_thresh" of 1.0)
-    with the threshold as "null_score_diff_threshold".
+    The predictions made with the threshold, and `set_scores` of them (SQuAD's: Google's "na_prob_thresh" of
+    1.0) with the threshold as "null_score_diff_threshold".
 
   Raises:
     ValueError: the outputs do not have one row per feature.
@@ -151,22 +208,29 @@ def evaluate_v2(examples: Sequence, features: Sequence, start_top_log_probs: np.
   """
   unthresholded = v2_predictions(examples, features, start_top_log_probs, start_top_index, end_top_log_probs,
                                  end_top_index, cls_logits, n_best_size, max_answer_length, None)
-  threshold = best_null_threshold(dataset, unthresholded.answers, unthresholded.null_odds)
+  threshold = best_threshold_of(question_scores, dataset, unthresholded.answers, unthresholded.null_odds)
   predictions = apply_null_threshold(unthresholded, threshold)
-  scores = squad_v2_scores(dataset, predictions.answers, predictions.null_odds)
+  scores = set_scores(dataset, predictions)
   scores["null_score_diff_threshold"] = threshold
   return predictions, scores
 
 
-def _questions(dataset: list) -> Iterator[Tuple[str, List[str]]]:
-  """(qas_id, gold answer texts) of each question of a SQuAD "data" list, in file order."""
+def dataset_questions(dataset: list, id_field: str = "id") -> Iterator[Tuple[str, dict]]:
+  """(qas_id, the question's JSON object) of each question of a SQuAD-layout "data" list, in file order."""
   for article in dataset:
     for paragraph in article["paragraphs"]:
       for question in paragraph["qas"]:
-        yield question["id"], [answer["text"] for answer in question["answers"]]
+        yield question[id_field], question
 
 
-def _check_questions(questions: int, missing: int):
+def _questions(dataset: list, id_field: str = "id") -> Iterator[Tuple[str, List[str]]]:
+  """(qas_id, gold answer texts) of each question of a SQuAD "data" list, in file order."""
+  for qas_id, question in dataset_questions(dataset, id_field):
+    yield qas_id, [answer["text"] for answer in question["answers"]]
+
+
+def check_questions(questions: int, missing: int):
+  """Raises DataError for a set without questions; one stderr line counts the questions without a prediction."""
   if not questions:
     raise DataError("The SQuAD set has no question to score.")
   if missing:
@@ -197,7 +261,7 @@ def _v2_raw_scores(dataset: list, answers: Dict[str, str]) -> Tuple[Dict[str, bo
     prediction = normalize_answer(answers[qas_id])
     exact[qas_id] = float(max(prediction == gold for gold in golds))
     f1[qas_id] = max(_v2_f1(prediction.split(), gold.split()) for gold in golds)
-  _check_questions(len(has_answer), missing)
+  check_questions(len(has_answer), missing)
   return has_answer, exact, f1
 
 

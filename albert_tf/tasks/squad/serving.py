@@ -13,6 +13,7 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.serving.saved_model import IDS, AlbertServingModule, TextPacking
 from albert_tf.serving.tracing import graph_function
 from albert_tf.tasks.squad import answer_spans
+from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad.answer_spans import READING_SETTINGS, QuestionAnsweringOptions
 from albert_tf.tasks.squad.model import AlbertQuestionAnswererV2
 from albert_tf.text.graph_tokenizer import GraphTokenizer
@@ -83,9 +84,10 @@ def run_serving_options(checkpoint_prefix: str) -> Optional[QuestionAnsweringOpt
   and, for v2, the threshold of its best evaluation; None when the directory holds no SQuAD run."""
   run_dir = os.path.dirname(checkpoint_prefix)
   info = checkpoint_lib.read_task_info(checkpoint_prefix)
-  if info.get("task") not in ("squad_v1", "squad_v2"):
+  task = reading_tasks.task_of_run(info.get("task"))
+  if task is None:
     return None
   best = run_directory.read_best_info(run_dir) or {}
   return QuestionAnsweringOptions(
       **{name: info[name] for name in READING_SETTINGS if name in info},
-      no_answer_threshold=best.get("null_score_diff_threshold") if info["task"] == "squad_v2" else None)
+      no_answer_threshold=best.get("null_score_diff_threshold") if task.version == 2 else None)
