@@ -79,7 +79,7 @@ def test_glue_details(glue_dir):
 
 def test_task_names_labels_and_metrics():
   assert KNOWN_TASKS == ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "mnli-mm", "qnli", "rte", "wnli",
-                         "klue-ynat", "klue-nli", "klue-sts", "korsts", "kornli", "nsmc", "tsv")
+                         "klue-ynat", "klue-nli", "klue-sts", "korsts", "kornli", "nsmc", "klue-re", "tsv")
   for alias, name in (("SST2", "sst-2"), ("stsb", "sts-b"), ("MisMNLI", "mnli-mm"), ("CoLA", "cola"),
                       ("STS-B", "sts-b")):
     assert get_task(alias).name == name
@@ -87,7 +87,7 @@ def test_task_names_labels_and_metrics():
   assert primary == {"cola": "mcc", "sst-2": "accuracy", "mrpc": "f1", "sts-b": "pearson", "qqp": "f1",
                      "mnli": "accuracy", "mnli-mm": "accuracy", "qnli": "accuracy", "rte": "accuracy",
                      "wnli": "accuracy", "klue-ynat": "macro_f1", "klue-nli": "accuracy", "klue-sts": "pearson",
-                     "korsts": "spearman", "kornli": "accuracy", "nsmc": "accuracy"}
+                     "korsts": "spearman", "kornli": "accuracy", "nsmc": "accuracy", "klue-re": "micro_f1"}
   assert get_task("cola").metric_names == ("accuracy", "mcc")
   assert get_task("sts-b").metric_names == ("pearson", "spearman", "mse")
   assert get_task("sts-b").is_regression and get_task("sts-b").label_list is None
@@ -237,7 +237,7 @@ def test_not_utf8(tmp_path):
 
 def test_unknown_task_name():
   with pytest.raises(TaskError, match="Unknown task 'glue'.*cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, "
-                                      "qnli, rte, wnli, klue-ynat, klue-nli, klue-sts, korsts, kornli, nsmc, tsv"):
+                                      "qnli, rte, wnli, klue-ynat, klue-nli, klue-sts, korsts, kornli, nsmc, klue-re, tsv"):
     get_task("glue")
 
 
