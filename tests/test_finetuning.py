@@ -239,15 +239,12 @@ def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, t
   for index in range(2):
     runs[f"worker{index}"] = (["--strategy_type=multi_worker_mirrored"],
                               json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-  # One layer: how replicas, workers and micro-batches share the batch is the subject, not depth.
-  one_layer = albert_tf.AlbertConfig(**dict(CONFIG, num_hidden_layers=1))
   processes = {}
   for name, (flags, tf_config) in runs.items():
     output_dir = tmp_path / ("workers" if tf_config else name)
     memory = dict(gradient_accumulation_steps=2, recompute_grad=True) if name == "accumulated" else {}
-    run_options = options(glue_dir, output_dir, albert_config=one_layer, train_batch_size=4, eval_batch_size=4,
-                          predict_batch_size=2, train_step=3, save_checkpoints_steps=3, iterations_per_loop=3,
-                          dropout_prob=0.0, **memory)
+    run_options = options(glue_dir, output_dir, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
+                          train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0, **memory)
     strategy_worker.write_options(tmp_path / f"{name}.json", run_options, task_name="mnli-mm")
     if name not in in_process:
       environment = dict(os.environ, TF_CONFIG=tf_config) if tf_config else None
