@@ -312,6 +312,18 @@ def test_bad_record_is_one_error_naming_file_and_record(data, tmp_path, case):
   assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("text, message", [
+    ('[{"guid": "a"}, 3]', ", record 1: a JSON number, not an object."),
+    ('[{"guid": "a"},\n', ", line 2: not valid JSON"),
+    ('{"guid": "a"}', ": a JSON object; the task reads a JSON array of records"),
+])
+def test_a_file_that_is_not_an_array_of_records_is_one_error_naming_it(tmp_path, text, message):
+  path = tmp_path / "klue-re-v1.1_train.json"
+  path.write_text(text, encoding="utf-8")
+  with pytest.raises(TaskError, match=re.escape(f"{path}{message}")):
+    relation_extraction.read_relation_file(str(path), ("no_relation",), "typed_punct")
+
+
 @pytest.mark.parametrize("listing, message", [
     (None, " not found: KLUE-RE reads its labels from relation_list.json beside its data files"),
     ({"relation": list(RELATIONS)}, ": not KLUE's layout"),

@@ -195,21 +195,15 @@ def _json_text(record: dict, field: str, where: str) -> str:
   return value
 
 
-def _read_json_examples(path: str, guid_prefix: str, fields: JsonFields,
-                        parse_label: LabelParser) -> List[Example]:
-  """The examples of one JSON file: an array of objects, one a record, as KLUE's files are.
 
-  Args:
-    path: the JSON file (UTF-8).
-    guid_prefix: the prefix of guids numbered by record where `fields.guid` is None (see
-      `read_examples_from_file`).
-    fields: where the fields lie in a record.
-    parse_label: (label value, "<file>, record <i>") -> label; raises `TaskError` for a bad label.
+def read_json_records(path: str) -> List[Tuple[str, dict]]:
+  """The records of a JSON file that holds an array of objects, one a record (KLUE's layout), each with where it
+  is ("<file>, record <i>", from 0) for error messages.
 
   Raises:
     FileNotFoundError: no such file.
-    TaskError: a file that is empty, not UTF-8, not JSON or not an array of objects, a record without one of the
-      fields, or a bad text, label or checked field, naming the file and the line or record (from 0).
+    TaskError: a file that is empty, not UTF-8, not JSON, not an array, an empty array, or a record that is not
+      an object, naming the file and the line or record.
   """
   if not os.path.isfile(path):
     raise InputFileError(f"Task data file not found: {path}")
@@ -226,11 +220,33 @@ def _read_json_examples(path: str, guid_prefix: str, fields: JsonFields,
                     "KLUE's files are.")
   if not records:
     raise TaskError(f"{path}: no examples: the file is an empty JSON array.")
-  examples = []
+  located = []
   for index, record in enumerate(records):
     where = f"{path}, record {index}"
     if not isinstance(record, dict):
       raise TaskError(f"{where}: a JSON {_JSON_TYPES[type(record)]}, not an object.")
+    located.append((where, record))
+  return located
+
+
+def _read_json_examples(path: str, guid_prefix: str, fields: JsonFields,
+                        parse_label: LabelParser) -> List[Example]:
+  """The examples of one JSON file: an array of objects, one a record, as KLUE's files are.
+
+  Args:
+    path: the JSON file (UTF-8).
+    guid_prefix: the prefix of guids numbered by record where `fields.guid` is None (see
+      `read_examples_from_file`).
+    fields: where the fields lie in a record.
+    parse_label: (label value, "<file>, record <i>") -> label; raises `TaskError` for a bad label.
+
+  Raises:
+    FileNotFoundError: no such file.
+    TaskError: a file that is empty, not UTF-8, not JSON or not an array of objects, a record without one of the
+      fields, or a bad text, label or checked field, naming the file and the line or record (from 0).
+  """
+  examples = []
+  for index, (where, record) in enumerate(read_json_records(path)):
     guid = _json_text(record, fields.guid, where) if fields.guid is not None else f"{guid_prefix}-{index}"
     text_a = _json_text(record, fields.text_a, where)
     text_b = _json_text(record, fields.text_b, where) if fields.text_b is not None else None

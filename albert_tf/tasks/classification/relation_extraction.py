@@ -24,7 +24,7 @@ import json
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from albert_tf.data.task_readers import SPLITS, Example, Task, split_files
+from albert_tf.data.task_readers import SPLITS, Example, Task, read_json_records, split_files
 from albert_tf.errors import InputFileError, TaskError
 
 RELATION_LIST_FILE = "relation_list.json"
@@ -149,20 +149,8 @@ def read_relation_file(path: str, relations: Sequence[str], markers: str) -> Lis
     InputFileError: no such file.
     TaskError: a bad file or record (see the module docstring), naming the file and the record (from 0).
   """
-  if not os.path.isfile(path):
-    raise InputFileError(f"Task data file not found: {path}")
-  try:
-    with open(path, encoding="utf-8") as reader:
-      records = json.load(reader)
-  except (UnicodeDecodeError, json.JSONDecodeError) as error:
-    raise TaskError(f"{path}: not a UTF-8 JSON file ({error}); KLUE-RE reads one JSON array of records.") from None
-  if not isinstance(records, list) or not records:
-    raise TaskError(f"{path}: not a JSON array of records (or an empty one), as KLUE's files are.")
   examples = []
-  for index, record in enumerate(records):
-    where = f"{path}, record {index}"
-    if not isinstance(record, dict):
-      raise TaskError(f"{where}: not a JSON object.")
+  for where, record in read_json_records(path):
     for field in ("guid", "sentence", "label"):
       if not isinstance(record.get(field), str):
         raise TaskError(f"{where}: field {field!r} is {record.get(field)!r}, not a string.")
