@@ -1,6 +1,6 @@
 """KLUE-RE (`run_classifier --task_name=klue-re`): KLUE's files read and checked record by record, the entities
 marked in real Korean sentences, KLUE's two metrics against scikit-learn on the predictions the tool wrote, the
-served text and the Hugging Face export against those predictions.
+served text (marked, or raw with the entities' spans) and the Hugging Face export against those predictions.
 
 The RE data is not on this machine: the files are built, in KLUE-RE's layout with every field, from KLUE-NER's
 real dev sentences and their human entity spans (`benchmarks/benchmark_klue_re.py`); the relation labels are
@@ -21,6 +21,7 @@ from sklearn import metrics as sklearn_metrics
 
 from albert_tf.errors import TaskError
 from albert_tf.tasks.classification import relation_extraction
+from albert_tf.tasks.classification import serving as classifier_serving
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
 from albert_tf.tasks.classification.relation_extraction import Entity, mark_entities
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -180,6 +181,41 @@ def test_markers_on_a_real_sentence_nested_and_in_either_order(sentences):
                        "added_pieces") == "⟪서울대학교 ⟦병원⟧⟫에서"
 
 
+def entity_inputs(records):
+  """`classify_relation`'s inputs for KLUE-RE records."""
+  inputs = {"sentence": tf.constant([record["sentence"] for record in records])}
+  for role in ("subject", "object"):
+    entities = [record[f"{role}_entity"] for record in records]
+    inputs[f"{role}_start"] = tf.constant([entity["start_idx"] for entity in entities], tf.int32)
+    inputs[f"{role}_end"] = tf.constant([entity["end_idx"] for entity in entities], tf.int32)
+    inputs[f"{role}_type"] = tf.constant([entity["type"] for entity in entities])
+  return inputs
+
+
+def test_the_graph_marks_entities_as_the_python_marking(data):
+  _, records = data
+  nested = [{"sentence": "서울대학교 병원에서", "subject_entity": {"start_idx": s, "end_idx": e, "type": "ORG"},
+             "object_entity": {"start_idx": 0, "end_idx": 7, "type": "ORG"}} for s, e in ((0, 4), (6, 7))]
+  nested += [dict(record, subject_entity=record["object_entity"], object_entity=record["subject_entity"])
+             for record in nested]
+  checked = records["train"] + records["dev"] + nested
+  for markers in relation_extraction.ENTITY_MARKERS:
+    marked = classifier_serving.mark_entities(*entity_inputs(checked).values(), markers)
+    expected = [mark_entities(record["sentence"],
+                              *(Entity(record["sentence"][e["start_idx"]:e["end_idx"] + 1], e["start_idx"],
+                                       e["end_idx"], e["type"])
+                                for e in (record["subject_entity"], record["object_entity"])), markers)
+                for record in checked]
+    assert [text.decode("utf-8") for text in marked.numpy()] == expected
+  for subject_span, message in (((3, 2), "each subject span must lie in its sentence"),
+                                ((0, 10), "each subject span must lie in its sentence"),
+                                ((0, 7), "the subject and the object must be different spans")):
+    inputs = entity_inputs(nested[:1])
+    inputs["subject_start"], inputs["subject_end"] = (tf.constant([value]) for value in subject_span)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+      classifier_serving.mark_entities(*inputs.values(), "typed_punct")
+
+
 def test_the_typed_markers_need_no_new_piece_and_the_added_ones_are_refused_without_them(data, tmp_path):
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   pieces = tokenizer.tokenize("& * PER * 이순신 &은 # ^ LOC ^ 서울 #에")
@@ -258,6 +294,10 @@ def test_served_marked_text_and_the_hugging_face_export_give_the_tools_predictio
       text_a=tf.constant(texts))
   np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
   assert [label.decode() for label in served["labels"].numpy()] == [RELATIONS[i] for i in probabilities.argmax(1)]
+  # The raw sentence and the entities' spans, marked in the graph.
+  related = tf.saved_model.load(str(trained / "serving" / version)).signatures["classify_relation"](
+      **entity_inputs(records["dev"]))
+  np.testing.assert_allclose(related["probabilities"].numpy(), probabilities, atol=1e-5)
 
   hf_model = transformers.AlbertForSequenceClassification.from_pretrained(str(trained / "hf")).eval()
   assert [hf_model.config.id2label[index] for index in range(30)] == list(RELATIONS)

@@ -42,4 +42,4 @@ def hf_config(model: AlbertClassifier) -> Dict:
 CLASSIFIER_HEAD = task_heads.register(task_heads.TaskHead(
     attribute=ATTRIBUTE, description="classifier head", model_class=AlbertClassifier,
     weight_names=top_level_head_weights, rebuild=rebuild, serving_module=serving.serving_module,
-    hf_config=hf_config))
+    hf_config=hf_config, serving_options_of_run=serving.run_serving_options))

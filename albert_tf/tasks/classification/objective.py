@@ -2,7 +2,7 @@
 Google's head on `pooled_output`, cross-entropy or (regression) squared error, the task's metrics (accuracy,
 MCC, F1, Pearson/Spearman/MSE)."""
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -12,6 +12,7 @@ from albert_tf.data.task_readers import Example, Task
 from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.classification.model import AlbertClassifier
+from albert_tf.tasks.classification.serving import ClassifierServingOptions
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables, safe_ratio,
@@ -53,6 +54,12 @@ class ClassifierObjective(FineTuningDefaults):
     elif list(self.task.label_list) != info["label_list"]:
       raise TaskError(f"--output_dir {output_dir} was trained with labels {info['label_list']}; this run's labels "
                       f"are {list(self.task.label_list)}. Use a new --output_dir.")
+
+  def serving_options(self, output_dir: str) -> Optional[ClassifierServingOptions]:
+    """A relation classifier's entity markers, for its `classify_relation` signature; None for others."""
+    del output_dir
+    markers = getattr(self.task, "settings", {}).get("entity_markers")
+    return ClassifierServingOptions(markers) if markers else None
 
   def encode(self, examples: List[Example], tokenizer: GraphTokenizer, max_seq_length: int,
              description: str) -> EncodedSplit:

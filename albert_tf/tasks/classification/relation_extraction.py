@@ -16,7 +16,8 @@ The entities are marked in the text (`ENTITY_MARKERS`):
                  `<obj>`, `</obj>` to its vocabulary. The characters are new to a vocabulary, so
                  `tools/extend_vocab.py --new_pieces_file` can add them (it adds no piece spelled with old
                  characters, which `<subj>` is); the run refuses a vocabulary without them.
-A served model takes the marked sentence: `mark_entities` is the marking to apply before `classify_text`.
+A served model's `classify_relation` takes the sentence and both entities' spans and types, and marks them in the
+graph as `mark_entities` does here; `classify_text` takes a sentence already marked.
 """
 
 import dataclasses
