@@ -645,11 +645,10 @@ def checkpoint_weights(prefix):
           if key.startswith("model/") and "OPTIMIZER_SLOT" not in key}
 
 
-@pytest.mark.parametrize("tool,task_flags", [
-    ("run_classifier", ["--task_name=mrpc", "--dropout_prob=0"]),  # dropout draws differ after a restart
-    ("train_sentence_encoder", ["--task_name=sts-b", "--score_range=0,5"]),
-])
-def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path, tool, task_flags):
+def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path):
+  # The fine-tuning driver's resume, which every fine-tuning tool shares (train_sentence_encoder's too);
+  # run_token_classification's test kills and resumes it with another objective.
+  tool, task_flags = "run_classifier", ["--task_name=mrpc", "--dropout_prob=0"]  # dropout draws differ after a restart
   # Wide enough that a step takes milliseconds, so the kill lands mid-run.
   albert_tf.AlbertConfig(**dict(CONFIG, hidden_size=128, intermediate_size=512, num_attention_heads=4)).to_json_file(
       str(tmp_path / "config.json"))

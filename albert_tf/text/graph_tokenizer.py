@@ -99,28 +99,37 @@ class GraphTokenizer(tf.Module):
     words, word_begin, _ = tf_text.regex_split_with_offsets(text, f"{PYTHON_WHITESPACE}+")
     original = words.flat_values
     preprocessed = self.preprocess(original)
-    ids, piece_begin, piece_end = self._sentencepiece.tokenize_with_offsets(preprocessed)
+    piece_ids, piece_begin, piece_end = self._sentencepiece.tokenize_with_offsets(preprocessed)
     _, preprocessed_chars = tf.strings.unicode_decode_with_offsets(preprocessed, "UTF-8")
     _, original_chars = tf.strings.unicode_decode_with_offsets(original, "UTF-8")
-    original_length = tf.strings.length(original)
+    original_length = tf.cast(tf.strings.length(original), tf.int64)
+    # On flat values, with the word of each piece (`rows`): ragged batch ops build graphs many times larger,
+    # whose tracing dominated the export of every text signature that reads offsets.
+    rows = piece_ids.value_rowids()
+    # A piece's byte offset in its preprocessed word -> the index of the character there, found by one search
+    # over every word's character starts, keyed by word (word * stride + byte sorts word by word).
+    stride = tf.cast(tf.reduce_max(tf.concat([tf.strings.length(preprocessed), [0]], axis=0)), tf.int64) + 1
+    char_keys = preprocessed_chars.value_rowids() * stride + preprocessed_chars.flat_values
+    first_char = tf.gather(preprocessed_chars.row_starts(), rows)
+    original_count = tf.gather(original_chars.row_lengths(), rows)
+    original_first = tf.gather(original_chars.row_starts(), rows)
+    word_start = tf.gather(tf.cast(word_begin.flat_values, tf.int64), rows)
+    word_end = word_start + tf.gather(original_length, rows)
+    same_chars = tf.equal(tf.gather(preprocessed_chars.row_lengths(), rows), original_count)
 
-    def to_original(offsets: tf.RaggedTensor) -> tf.RaggedTensor:
-      """Byte offsets in the preprocessed words -> byte offsets in the words as given (same character)."""
-      sorted_chars = preprocessed_chars.to_tensor(tf.int64.max)
-      char_index = tf.searchsorted(sorted_chars, offsets.to_tensor(0), side="left")
-      char_index = tf.RaggedTensor.from_tensor(char_index, lengths=offsets.row_lengths())
-      # The byte where each character of the word begins, and the word's end after its last one.
-      bounds = tf.concat([original_chars, tf.RaggedTensor.from_tensor(
-          tf.cast(original_length, tf.int64)[:, tf.newaxis])], axis=1)
-      return tf.gather(bounds, char_index, batch_dims=1)
+    def to_original(offsets: tf.Tensor) -> tf.Tensor:
+      """Byte offsets in the preprocessed words -> byte offsets in the string as given (same character)."""
+      found = tf.searchsorted(char_keys[tf.newaxis], (rows * stride + offsets)[tf.newaxis], side="left",
+                              out_type=tf.int64)[0]
+      char_index = tf.minimum(found - first_char, original_count)
+      in_word = char_index < original_count  # else the word's end
+      char_start = tf.gather(original_chars.flat_values, tf.where(in_word, original_first + char_index, 0))
+      return tf.where(in_word, word_start + char_start, word_end)
 
-    same_chars = tf.equal(preprocessed_chars.row_lengths(), original_chars.row_lengths())[:, tf.newaxis]
-    word_start = tf.cast(word_begin.flat_values, tf.int64)[:, tf.newaxis]
-    word_end = word_start + tf.cast(original_length, tf.int64)[:, tf.newaxis]
-    begin = tf.where(same_chars, word_start + to_original(piece_begin), tf.zeros_like(piece_begin) + word_start)
-    end = tf.where(same_chars, word_start + to_original(piece_end), tf.zeros_like(piece_end) + word_end)
-    return tuple(words.with_flat_values(values).merge_dims(1, 2)
-                 for values in (tf.cast(ids, tf.int32), begin, end))
+    begin = tf.where(same_chars, to_original(piece_begin.flat_values), word_start)
+    end = tf.where(same_chars, to_original(piece_end.flat_values), word_end)
+    return tuple(words.with_flat_values(piece_ids.with_flat_values(values)).merge_dims(1, 2)
+                 for values in (tf.cast(piece_ids.flat_values, tf.int32), begin, end))
 
   def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor, max_seq_length,
            pad_to_multiple_of: Optional[int] = None):

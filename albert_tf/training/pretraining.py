@@ -162,6 +162,7 @@ class Pretraining:
                                     num_input_pipelines=self.num_input_pipelines))
     self.model = self.run.model
     self.last_eval = None
+    self._eval_step = None
     if not self.run.restored_from and o.init_checkpoint:
       self._init_from_checkpoint(o.init_checkpoint, o.init_from_group0)
 
@@ -296,7 +297,9 @@ class Pretraining:
     """Evaluates the first `max_eval_steps` batches of one shuffled epoch of the eval files (the same batches
     every time); writes eval_results.txt and keeps the best checkpoint."""
     o = self.options
-    eval_step = self._build_eval_step()
+    if self._eval_step is None:  # traced once for all of the run's evaluations
+      self._eval_step = self._build_eval_step()
+    eval_step = self._eval_step
     totals = np.zeros(len(self.objective.sum_names))
     steps = 0
     for batch in self._eval_dataset():
