@@ -57,6 +57,17 @@ def _is_dir(path: str) -> bool:
   return _gfile().isdir(path) if "://" in path else os.path.isdir(path)
 
 
+def is_folder(path: str) -> bool:
+  """Whether a local or remote (gs://) path is an existing folder."""
+  return _is_dir(path)
+
+
+def folder_files(folder: str, pattern: str) -> List[str]:
+  """The files directly in a local or remote (gs://) folder whose names match a glob `pattern` ("*.json"),
+  sorted; not its subfolders."""
+  return sorted(path for path in _glob(os.path.join(folder, pattern)) if not _is_dir(path))
+
+
 def file_exists(path: str) -> bool:
   """Whether a local or remote (gs://) path is an existing file."""
   return (_gfile().exists(path) and not _gfile().isdir(path)) if "://" in path else os.path.isfile(path)

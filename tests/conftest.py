@@ -18,10 +18,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import logging as absl_logging
 import numpy as np
 import pytest
+
+# Before TensorFlow, as in a command: the environment the tools run with (tf_keras as tf.keras, the C++ log
+# level), which the processes the tests start inherit.
+from albert_tf import cli
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import cli
 from albert_tf.modeling import checkpoints as checkpoint_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -76,6 +79,15 @@ def tiny_config(**overrides) -> albert_tf.AlbertConfig:
                 intermediate_size=37, embedding_size=16, max_position_embeddings=64)
   values.update(overrides)
   return albert_tf.AlbertConfig(**values)
+
+
+def korean_reader_config(directory, max_position_embeddings):
+  """The albert_config.json (written in `directory`) of the small model that the Korean reading tests train over
+  the shared 8k Korean-English vocabulary."""
+  path = directory / "albert_config.json"
+  tiny_config(vocab_size=8000, hidden_size=64, num_hidden_layers=2, intermediate_size=128, embedding_size=32,
+              max_position_embeddings=max_position_embeddings).to_json_file(str(path))
+  return path
 
 
 def randomize(model, seed=0, scale=0.3):
@@ -370,3 +382,68 @@ def write_klue_mrc(path, split, num_questions, seed, unanswerable_share=0.3):
   path.parent.mkdir(parents=True, exist_ok=True)
   path.write_text(json.dumps({"version": "v1.1", "data": articles}, ensure_ascii=False), encoding="utf-8")
   return str(path)
+
+
+def write_korquad2(folder, num_pages, seed, split="train", num_shards=2):
+  """KorQuAD 2.x's official layout: `num_shards` files KorQuAD_2.1_<split>_NN.json in `folder`, each {"version",
+  "data": pages}, a page {"title", "url", "context" (simplified HTML), "raw_html" (the whole page), "qas"}, a
+  question {"question", "id", "answer": {"text", "answer_start", "html_answer_start"}}. Pages are built from
+  `split`'s real Korean sentences (HTML-escaped): a heading, a paragraph holding a parenthesised group, a paragraph
+  with a link, entities and a line break, a table and a list. Their three questions ask for the group (an answer
+  inside a paragraph), a whole table cell `<td>...</td>` and the last two list items `<li>...</li><li>...</li>`
+  (answers spanning tags). Returns the folder as a string."""
+  import html  # pylint: disable=import-outside-toplevel
+
+  rng, pools = random.Random(seed), korean_reading_pools(split)
+  without_group = pools[1]
+  pages = []
+  for index in range(num_pages):
+    paragraph, target, starts = _korean_paragraph(rng, pools, answerable=True)
+    group = KOREAN_PARENTHESES.search(paragraph, starts[target])
+    words = []
+    while len(words) < 5:  # a title and four table cells
+      words += rng.choice(without_group).split()
+    other, last = rng.choice(without_group), rng.choice(without_group)
+    title = words[0]
+    context = f"<h2>{html.escape(title, quote=False)}</h2>\n<p>"
+    group_start = len(context) + len(html.escape(paragraph[:group.start(1)], quote=False))
+    group_html = html.escape(group.group(1), quote=False)
+    context += html.escape(paragraph, quote=False) + "</p>\n"
+    linked, rest = (other.split(" ", 1) + [""])[:2]
+    context += (f'<p><a href="/wiki/{html.escape(linked)}">{html.escape(linked, quote=False)}</a> '
+                f"{html.escape(rest, quote=False)} &amp;&nbsp;{html.escape(last, quote=False)}<br/>&#44032;&#xB098;"
+                "</p>\n")
+    cells = [html.escape(word, quote=False) for word in words[1:5]]
+    context += "<table><tbody><tr><th>구분</th><th>내용</th></tr>\n"
+    cell_start = None
+    for row in range(2):
+      context += f"<tr><td>{cells[2 * row]}</td>"
+      if row == 1:
+        cell_start = len(context)
+      context += f"<td>{cells[2 * row + 1]}</td></tr>\n"
+    context += "</tbody></table>\n<ul>"
+    items = [html.escape(" ".join(rng.choice(without_group).split()[:3]), quote=False) for _ in range(3)]
+    items_start = None
+    for item_index, item in enumerate(items):
+      if item_index == 1:
+        items_start = len(context)
+      context += f"<li>{item}</li>"
+    context += "</ul>"
+    answers = [(rng.choice(KOREAN_QUESTIONS), group_html, group_start),
+               (f"표에서 {words[3]} 옆 칸에 적힌 것은 무엇입니까?", f"<td>{cells[3]}</td>", cell_start),
+               ("목록의 마지막 두 항목은 무엇인가요?", "".join(f"<li>{item}</li>" for item in items[1:]), items_start)]
+    head = ('<!DOCTYPE html><html><head><meta charset="utf-8">'
+            f'<title>{html.escape(title, quote=False)} - 위키백과</title></head><body><div id="mw-content-text">')
+    qas = []
+    for number, (question, text, start) in enumerate(answers):
+      assert context[start:start + len(text)] == text
+      qas.append({"question": question, "id": f"{7000000 + 1000 * seed + index}-{number}",
+                  "answer": {"text": text, "answer_start": start, "html_answer_start": len(head) + start}})
+    pages.append({"title": title, "url": f"https://ko.wikipedia.org/wiki/{title}",
+                  "context": context, "raw_html": f"{head}{context}</div></body></html>", "qas": qas})
+  folder.mkdir(parents=True, exist_ok=True)
+  for shard in range(num_shards):
+    document = {"version": f"KorQuAD_2.1_{split}", "data": pages[shard::num_shards]}
+    (folder / f"KorQuAD_2.1_{split}_{shard:02d}.json").write_text(json.dumps(document, ensure_ascii=False),
+                                                                  encoding="utf-8")
+  return str(folder)

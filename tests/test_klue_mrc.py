@@ -17,7 +17,7 @@ from albert_tf.tasks.squad import korean_scoring
 from albert_tf.tasks.squad import predictions as squad_predictions
 from albert_tf.tasks.squad import reading_tasks
 from albert_tf.training import run_directory
-from conftest import SP8K_MODEL, requires_shared, run_tool, tiny_config, write_klue_mrc
+from conftest import SP8K_MODEL, korean_reader_config, requires_shared, run_tool, tiny_config, write_klue_mrc
 
 pytestmark = requires_shared(SP8K_MODEL)
 
@@ -167,9 +167,7 @@ def klue_mrc_run(tmp_path_factory):
   """run_squad_v2 --task_name=klue-mrc on 400 questions of real Korean text (30% unanswerable): 150 steps, scored
   once, exported."""
   tmp_path = tmp_path_factory.mktemp("klue_mrc")
-  config = tmp_path / "albert_config.json"
-  tiny_config(vocab_size=8000, hidden_size=64, num_hidden_layers=2, intermediate_size=128, embedding_size=32,
-              max_position_embeddings=SEQ).to_json_file(str(config))
+  config = korean_reader_config(tmp_path, SEQ)
   result = run_tool("run_squad_v2", "--task_name=klue-mrc",
                     f"--train_file={write_klue_mrc(tmp_path / 'klue-mrc-v1.1_train.json', 'train', 400, seed=1)}",
                     f"--predict_file={write_klue_mrc(tmp_path / 'klue-mrc-v1.1_dev.json', 'dev', 60, seed=2)}",

@@ -20,7 +20,8 @@ from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad.alignment import align_context
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
-from conftest import SP8K_MODEL, corpus_lines, requires_shared, run_tool, tiny_config, write_korquad
+from conftest import (SP8K_MODEL, corpus_lines, korean_reader_config, requires_shared, run_tool, tiny_config,
+                      write_korquad)
 
 pytestmark = requires_shared(SP8K_MODEL)
 
@@ -120,9 +121,7 @@ def test_a_korquad_file_of_real_korean_text_gives_features_holding_each_exact_an
 def korquad_run(tmp_path_factory):
   """run_squad_v1 --task_name=korquad1 on 400 questions of real Korean text: 75 steps, scored once."""
   tmp_path = tmp_path_factory.mktemp("korquad")
-  config = tmp_path / "albert_config.json"
-  tiny_config(vocab_size=8000, hidden_size=64, num_hidden_layers=2, intermediate_size=128, embedding_size=32,
-              max_position_embeddings=SEQ).to_json_file(str(config))
+  config = korean_reader_config(tmp_path, SEQ)
   result = run_tool("run_squad_v1", "--task_name=korquad1",
                     f"--train_file={write_korquad(tmp_path / 'train.json', 400, seed=1)}",
                     f"--predict_file={write_korquad(tmp_path / 'dev.json', 60, seed=2, with_variants=True, split='dev')}",

@@ -15,8 +15,10 @@ best weights. --export_dir writes a SavedModel whose answer_question signature t
 context, and albert_model.tflite beside it (checked to give the same logits). Flags as Google's, plus the strategy,
 mixed-precision and memory flags of run_classifier; rerunning the same command resumes.
 
---task_name (ours) picks the benchmark: squad (the default) or korquad1 (KorQuAD 1.0: its files checked
-strictly, its official character-level EM and F1).
+--task_name (ours) picks the benchmark: squad (the default), korquad1 (KorQuAD 1.0: its files checked
+strictly, its official character-level EM and F1) or korquad2 (KorQuAD 2.0 and 2.1: --train_file and
+--predict_file are a shard or a folder of shards; the HTML pages are read as text, answers written back as HTML
+in one predictions.json and scored as its evaluation script scores them).
 """
 
 from albert_tf import cli

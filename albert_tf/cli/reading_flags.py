@@ -40,9 +40,11 @@ def define_squad_flags(version: int):
   flags.DEFINE_enum("task_name", reading_tasks.DEFAULT_TASK, [task.name for task in tasks],
                     "The benchmark, which says how the JSON files are read and scored: " +
                     "; ".join(f"{task.name}: {task.description}" for task in tasks) + ".")
-  flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
+  flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json (korquad2: a KorQuAD 2.x "
+                      "file or a folder of its *.json shards).")
   flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, when it has answers, to score every "
-                      "checkpoint on and keep the best), e.g. dev-v1.1.json.")
+                      "checkpoint on and keep the best), e.g. dev-v1.1.json (korquad2: a file or a folder of "
+                      "shards, predicted into one predictions.json).")
   flags.DEFINE_string("train_feature_file", None, "TFRecord cache of the training features (default "
                       f"<output_dir>/{TRAIN_FEATURE_FILE}); rebuilt when the file or a setting changes.")
   flags.DEFINE_string("predict_feature_file", None, "TFRecord cache of the prediction features (default "
@@ -89,7 +91,7 @@ def squad_run_from_flags(version: int):
   if FLAGS.do_train:
     if not FLAGS.train_file:
       raise OptionError("--do_train needs --train_file.")
-    num_questions = squad_examples.count_questions(FLAGS.train_file, layout=task.layout)
+    num_questions = squad_examples.count_questions(FLAGS.train_file, layout=task.layout, reader=task.reader)
     train_step = int(num_questions / FLAGS.train_batch_size * FLAGS.num_train_epochs)
     if train_step < 1:
       raise OptionError(f"{num_questions} questions / --train_batch_size={FLAGS.train_batch_size} × "
@@ -98,7 +100,7 @@ def squad_run_from_flags(version: int):
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise OptionError("--do_predict needs --predict_file.")
   do_eval = bool(FLAGS.do_predict and squad_examples.count_questions(FLAGS.predict_file, with_answers=True,
-                                                                     layout=task.layout))
+                                                                     layout=task.layout, reader=task.reader))
   options = finetuning_flags.options_from_flags(data_dir=None, do_eval=do_eval,
                                                 eval_batch_size=FLAGS.predict_batch_size, **schedule)
   return options, objective

@@ -9,9 +9,11 @@ Deliberate differences from Google's code:
 """
 
 import dataclasses
+import hashlib
 import json
+import os
 import sys
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Protocol, Tuple
 
 from albert_tf.errors import DataError, InputFileError, json_error_text
 from albert_tf.files import file_exists, read_bytes
@@ -45,6 +47,13 @@ class QuestionLayout:
 SQUAD_LAYOUT = QuestionLayout()
 
 
+class ContextSource(Protocol):
+  """The markup a context's text was read from (`html_text.HtmlText`: KorQuAD 2.x's HTML pages)."""
+
+  def markup_span(self, first: int, last: int) -> str:
+    """The markup that holds the text characters `first` to `last` (inclusive)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SquadExample:
   """One question about one context.
@@ -52,12 +61,15 @@ class SquadExample:
   Attributes:
     qas_id: the question's id in the file (the key of the predictions the official scripts score).
     question_text: the question.
-    context_text: the paragraph.
+    context_text: the paragraph (for a benchmark of marked-up pages, the page's text).
     answer_text: the first answer, as the context writes it at its offset, without surrounding whitespace;
       "" when the question is unanswerable or has no answer in the file.
     answer_start: the character offset of `answer_text` in `context_text`; -1 when impossible or unknown.
     is_impossible: a SQuAD v2.0 question without an answer (always False for v1.1).
     gold_answers: every answer text in the file, for scoring; () when unanswerable.
+    context_source: for a context read from markup whose answers are markup (KorQuAD 2.x), that markup, which
+      predicted answers are written in; None: answers are the context's text. Kept for the examples whose
+      answers are written (not training ones, which would hold every page's markup for nothing).
   """
 
   qas_id: str
@@ -67,11 +79,61 @@ class SquadExample:
   answer_start: int
   is_impossible: bool
   gold_answers: Tuple[str, ...]
+  context_source: Optional[ContextSource] = dataclasses.field(default=None, compare=False, repr=False)
+
+  def answer_of_span(self, first_char: int, last_char: int) -> str:
+    """The answer that a prediction of the context's characters `first_char` to `last_char` writes: their text
+    without whitespace at either end, or with a `context_source` the markup holding that text (the form of the
+    benchmark's own answers)."""
+    text = self.context_text[first_char:last_char + 1]
+    answer = text.strip()
+    if self.context_source is None or not answer:
+      return answer
+    first = first_char + len(text) - len(text.lstrip())
+    return self.context_source.markup_span(first, first + len(answer) - 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExampleReader:
+  """How a benchmark's input (`--train_file`, `--predict_file`) becomes examples.
+
+  Attributes:
+    input_files: (the path given) -> the files it names, in reading order: SQuAD's is the file itself,
+      KorQuAD 2.x's a file or a folder's shards. Raises InputFileError when the path does not exist, DataError
+      when it names no file to read.
+    parse: (a file's path, its bytes, is_training, version_2_with_negative, layout) -> (its examples, its part
+      of the "data" list the scores are computed on, the number of its training answers skipped). Raises
+      DataError naming the file (and the question) for a file it cannot use.
+  """
+
+  input_files: Callable[[str], List[str]]
+  parse: Callable[[str, bytes, bool, bool, QuestionLayout], Tuple[List[SquadExample], list, int]]
+
+
+@dataclasses.dataclass
+class InputExamples:
+  """The examples of an input, one file or several.
+
+  Attributes:
+    examples: the examples, file after file.
+    dataset: the files' "data" lists, joined: what the scores are computed on.
+    skipped: the number of training answers skipped.
+    input_size: the bytes of all the files.
+    input_sha256: the sha256 of the file; for several, of each one's name, size and sha256 in order (a changed,
+      added, removed or renamed file changes it).
+  """
+
+  examples: List[SquadExample]
+  dataset: list
+  skipped: int
+  input_size: int
+  input_sha256: str
 
 
 def read_squad_examples(input_file: str, is_training: bool, version_2_with_negative: bool,
-                        layout: QuestionLayout = SQUAD_LAYOUT) -> Tuple[List[SquadExample], list, int]:
-  """Reads a SQuAD JSON file.
+                        layout: QuestionLayout = SQUAD_LAYOUT,
+                        reader: Optional[ExampleReader] = None) -> Tuple[List[SquadExample], list, int]:
+  """Reads a SQuAD JSON file (or the input of another benchmark's `reader`).
 
   Args:
     input_file: the file (local or gs://).
@@ -79,6 +141,7 @@ def read_squad_examples(input_file: str, is_training: bool, version_2_with_negat
       text is not at their `answer_start` are skipped (counted, one line on stderr).
     version_2_with_negative: SQuAD v2.0: a question's `is_impossible` is read (v1.1 files have none).
     layout: the benchmark's fields and rules (default SQuAD's).
+    reader: how the input is read (default SQuAD's: one JSON file).
 
   Returns:
     (the examples, the file's "data" list, the number of training answers skipped).
@@ -88,10 +151,12 @@ def read_squad_examples(input_file: str, is_training: bool, version_2_with_negat
     DataError: the file is empty, not UTF-8, not JSON, not of SQuAD's layout, holds no questions, breaks
       the training rules above, or every training answer is skipped.
   """
-  return parse_squad(input_file, read_input(input_file), is_training, version_2_with_negative, layout)
+  read = read_examples(input_file, is_training, version_2_with_negative, layout, reader)
+  return read.examples, read.dataset, read.skipped
 
 
-def count_questions(input_file: str, with_answers: bool = False, layout: QuestionLayout = SQUAD_LAYOUT) -> int:
+def count_questions(input_file: str, with_answers: bool = False, layout: QuestionLayout = SQUAD_LAYOUT,
+                    reader: Optional[ExampleReader] = None) -> int:
   """The number of questions in a SQuAD file (all, or only those with at least one answer), for the number of
   training steps and whether predictions can be scored.
 
@@ -99,8 +164,43 @@ def count_questions(input_file: str, with_answers: bool = False, layout: Questio
     InputFileError, DataError: as `read_squad_examples` raises them when predicting.
   """
   examples, _, _ = read_squad_examples(input_file, is_training=False,
-                                       version_2_with_negative=layout.requires_is_impossible, layout=layout)
+                                       version_2_with_negative=layout.requires_is_impossible, layout=layout,
+                                       reader=reader)
   return sum(1 for example in examples if example.gold_answers or not with_answers)
+
+
+def read_examples(input_path: str, is_training: bool, version_2_with_negative: bool,
+                  layout: QuestionLayout = SQUAD_LAYOUT, reader: Optional[ExampleReader] = None) -> InputExamples:
+  """The examples of an input, read file after file by `reader` (default SQuAD's), with the input's size and
+  sha256 (which key the feature cache).
+
+  Raises:
+    InputFileError, DataError: as the reader raises them; DataError also for a question id in two files.
+  """
+  reader = reader or SQUAD_READER
+  examples, dataset, skipped = [], [], 0
+  input_files = reader.input_files(input_path)
+  file_hashes = []  # (name, size, sha256) of each file
+  first_file = {}  # the file of each question id
+  for input_file in input_files:
+    raw = read_input(input_file)  # one file at a time: a folder of shards can be larger than memory
+    file_examples, file_dataset, file_skipped = reader.parse(input_file, raw, is_training, version_2_with_negative,
+                                                             layout)
+    if len(input_files) > 1:
+      for example in file_examples:
+        other = first_file.setdefault(example.qas_id, input_file)
+        if other != input_file:
+          raise DataError(f"{input_file}: question {example.qas_id} is also in {other}; the predictions of a set "
+                          "are keyed by question id.")
+    examples.extend(file_examples)
+    dataset.extend(file_dataset)
+    skipped += file_skipped
+    file_hashes.append((os.path.basename(input_file), len(raw), hashlib.sha256(raw).hexdigest()))
+  input_sha256 = file_hashes[0][2]
+  if len(file_hashes) > 1:
+    input_sha256 = hashlib.sha256("".join(f"{name} {size} {sha256}\n" for name, size, sha256 in file_hashes)
+                                  .encode("utf-8")).hexdigest()
+  return InputExamples(examples, dataset, skipped, sum(size for _, size, _ in file_hashes), input_sha256)
 
 
 def read_input(input_file: str) -> bytes:
@@ -109,8 +209,12 @@ def read_input(input_file: str) -> bytes:
   return read_bytes(input_file)
 
 
-def parse_squad(input_file: str, raw: bytes, is_training: bool, version_2_with_negative: bool,
-                layout: QuestionLayout = SQUAD_LAYOUT) -> Tuple[List[SquadExample], list, int]:
+def load_json(input_file: str, raw: bytes) -> object:
+  """The JSON value of a UTF-8 file (a byte-order mark allowed).
+
+  Raises:
+    DataError: naming the file: not UTF-8 (where), empty, or not JSON (where).
+  """
   try:
     text = raw.decode("utf-8").removeprefix("\ufeff")
   except UnicodeDecodeError as error:
@@ -119,9 +223,16 @@ def parse_squad(input_file: str, raw: bytes, is_training: bool, version_2_with_n
   if not text.strip():
     raise DataError(f"{input_file} is empty.")
   try:
-    document = json.loads(text)
+    return json.loads(text)
   except json.JSONDecodeError as error:
     raise DataError(f"{input_file}: not valid JSON ({json_error_text(error)}).") from None
+
+
+def parse_squad(input_file: str, raw: bytes, is_training: bool, version_2_with_negative: bool,
+                layout: QuestionLayout = SQUAD_LAYOUT) -> Tuple[List[SquadExample], list, int]:
+  """The examples of a SQuAD-layout JSON file's bytes, its "data" list and the training answers skipped (see
+  `read_squad_examples`)."""
+  document = load_json(input_file, raw)
   if not isinstance(document, dict) or not isinstance(document.get("data"), list):
     raise DataError(f'{input_file}: no "data" list at the top level; not a SQuAD file.')
   dataset = document["data"]
@@ -228,3 +339,6 @@ def _answer_in_context(context: str, text: str, start: int) -> Tuple[str, int]:
   if span.split() != text.split():
     return "", -1
   return span.strip(), start + len(span) - len(span.lstrip())
+
+
+SQUAD_READER = ExampleReader(input_files=lambda input_file: [input_file], parse=parse_squad)

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.files import partial_path, write_atomically
-from albert_tf.tasks.squad.examples import SQUAD_LAYOUT, QuestionLayout, SquadExample, parse_squad, read_input
+from albert_tf.tasks.squad.examples import SQUAD_LAYOUT, ExampleReader, QuestionLayout, SquadExample, read_examples
 from albert_tf.tasks.squad.features import SquadFeature, SquadSplit, check_feature_options, convert_examples_to_features
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -32,13 +32,15 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
                             doc_stride: int, max_query_length: int, is_training: bool,
                             version_2_with_negative: bool, feature_file: str,
                             feature_left_file: Optional[str] = None,
-                            layout: QuestionLayout = SQUAD_LAYOUT) -> SquadSplit:
+                            layout: QuestionLayout = SQUAD_LAYOUT,
+                            reader: Optional[ExampleReader] = None) -> SquadSplit:
   """Reads a SQuAD file, and its features from `feature_file` when that was made with the same settings.
 
   The examples are always read from the JSON (scoring needs them). The features are read from
   `feature_file` when `<feature_file>.json` records the same settings (the lengths, is_training, the SQuAD
-  version, the tokenizer's options and model, the input file's size and sha256); otherwise, or when the
-  file is corrupt, they are made again and written, each file to a temporary name renamed into place.
+  version, the tokenizer's options and model, the input's size and sha256: of every file, for a folder of
+  shards); otherwise, or when the file is corrupt, they are made again and written, each file to a temporary
+  name renamed into place.
 
   `feature_left_file` is Google's flag for the prediction features' metadata (Google pickles them). Here
   the feature file already holds everything, so it is only written, as JSON lines (one feature each:
@@ -57,6 +59,7 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
     feature_left_file: optional JSON-lines file of the features' metadata (Google's
       `--predict_feature_left_file`).
     layout: the benchmark's question fields and rules (see `read_squad_examples`).
+    reader: how the benchmark's input is read (default SQuAD's: one JSON file).
 
   Returns:
     The examples, the features, the number of training answers skipped and the file's "data" list.
@@ -66,8 +69,8 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
       raise them, before anything is written.
   """
   check_feature_options(max_seq_length, doc_stride, max_query_length)
-  raw = read_input(input_file)
-  examples, dataset, skipped = parse_squad(input_file, raw, is_training, version_2_with_negative, layout)
+  read = read_examples(input_file, is_training, version_2_with_negative, layout, reader)
+  examples, dataset, skipped = read.examples, read.dataset, read.skipped
   settings = {
       "cache_format": _CACHE_FORMAT,
       "max_seq_length": max_seq_length,
@@ -78,8 +81,8 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
       "do_lower_case": tokenizer.do_lower_case,
       "keep_accents": tokenizer.keep_accents,
       "spm_model_sha256": hashlib.sha256(tokenizer.sp_model.serialized_model_proto()).hexdigest(),
-      "input_file_size": len(raw),
-      "input_file_sha256": hashlib.sha256(raw).hexdigest(),
+      "input_file_size": read.input_size,
+      "input_file_sha256": read.input_sha256,
   }
   features = _cached_features(feature_file, settings, examples, max_seq_length, is_training)
   if features is None:

@@ -85,7 +85,8 @@ class SquadSplit:
     examples: every question of the file (training answers that do not match their text left out).
     features: the model's windows of the examples.
     skipped_answers: training answers whose text is not at their `answer_start`.
-    dataset: the file's "data" list as read, which the official evaluation scripts score against.
+    dataset: the file's "data" list as read, which the official evaluation scripts score against (the files'
+      lists joined, for a benchmark read from several; see the task's reader).
   """
 
   examples: List[SquadExample]

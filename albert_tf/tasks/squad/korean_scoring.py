@@ -6,6 +6,12 @@ ASCII punctuation and single-spacing the words; exact match compares the normal 
 characters of the words (a bag of characters, spaces left out), the best over the gold answers, averaged over
 all questions.
 
+KorQuAD 2.x (its evaluation script, KorQuAD 1.0's for HTML answers): an answer, predicted or gold, is HTML; its
+tags are stripped (the script's BeautifulSoup `get_text()`; here `html_text`, the standard library's
+`html.parser`), then it is normalised as KorQuAD 1.0 normalises, then every whitespace is removed. Exact match
+compares those strings, F1 is over their characters (KorQuAD 1.0's character F1); the gold is a question's one
+`answer.text`, the questions those of every page of every file of the set.
+
 KLUE-MRC (the KLUE baseline's `klue_mrc_em` and `klue_mrc_rouge_w`): an answer is lower-cased, stripped of
 ASCII punctuation and single-spaced (KLUE's code also means to blank the quotes and brackets, but its pattern
 only matches one of them followed by "()‘’", which is what is done here); the gold of an unanswerable question
@@ -25,6 +31,7 @@ from typing import Dict, List, Tuple
 
 from albert_tf.errors import DataError
 from albert_tf.tasks.squad import scoring
+from albert_tf.tasks.squad.html_text import plain_text
 from albert_tf.tasks.squad.predictions import SquadPredictions
 
 _PUNCTUATION = frozenset(string.punctuation)
@@ -53,15 +60,34 @@ def character_f1(prediction: str, gold: str) -> float:
   return 2 * precision * recall / (precision + recall)
 
 
+# KorQuAD's metrics of a normalised prediction against a normalised gold answer (1.0's and 2.x's alike).
+_KORQUAD_PAIR_SCORES = {"exact_match": lambda prediction, gold: float(prediction == gold), "f1": character_f1}
+
+
 def korquad_v1_scores(dataset: list, answers: Dict[str, str]) -> Dict[str, float]:
   """KorQuAD 1.0's official "exact_match" and "f1" (percent) of `answers` (qas_id -> text) on `dataset`.
 
   Raises:
     DataError: `dataset` has no question, or a question without a gold answer.
   """
-  return scoring.answerable_set_scores(dataset, answers, korquad_normalize,
-                                       {"exact_match": lambda prediction, gold: float(prediction == gold),
-                                        "f1": character_f1}, "KorQuAD 1.0")
+  return scoring.answerable_set_scores(dataset, answers, korquad_normalize, _KORQUAD_PAIR_SCORES, "KorQuAD 1.0")
+
+
+def korquad2_normalize(answer: str) -> str:
+  """KorQuAD 2.x's normal form of an answer (HTML): its text, KorQuAD 1.0's normal form, without any whitespace."""
+  return "".join(korquad_normalize(plain_text(answer)).split())
+
+
+def korquad2_scores(pages: list, answers: Dict[str, str]) -> Dict[str, float]:
+  """KorQuAD 2.x's official "exact_match" and "f1" (percent) of `answers` (qas_id -> HTML or text) on the pages of
+  a set (each {"qas": [{"id", "answer": {"text", ...}}, ...]}, as its files hold them).
+
+  Raises:
+    DataError: the pages hold no question.
+  """
+  questions = ((question["id"], [question["answer"]["text"]]) for page in pages for question in page["qas"])
+  return scoring.answerable_question_scores(questions, answers, korquad2_normalize, _KORQUAD_PAIR_SCORES,
+                                            "KorQuAD 2.x")
 
 
 def klue_mrc_normalize(text: str) -> str:

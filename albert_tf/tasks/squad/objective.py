@@ -38,7 +38,7 @@ class SquadSettings:
 
   Attributes:
     version: 1 (SQuAD v1.1) or 2 (SQuAD 2.0, questions may have no answer).
-    train_file, predict_file: the SQuAD JSON files.
+    train_file, predict_file: the SQuAD JSON files (KorQuAD 2.x: a file or a folder of its shards).
     train_feature_file, predict_feature_file: the TFRecord caches of their features.
     predict_feature_left_file: Google's file of the prediction features' token maps (JSON lines here).
     reading: `--max_query_length`, `--doc_stride`, `--max_answer_length` and `--n_best_size`, which the
@@ -121,7 +121,8 @@ class SquadObjective(FineTuningDefaults):
       return feature_cache.load_or_create_features(
           s.train_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
           is_training=True,
-          version_2_with_negative=self.is_v2, feature_file=s.train_feature_file, layout=self.task.layout)
+          version_2_with_negative=self.is_v2, feature_file=s.train_feature_file, layout=self.task.layout,
+          reader=self.task.reader)
     if not s.predict_file:
       raise OptionError("--do_predict needs --predict_file.")
     if self._predict_split is None:
@@ -129,7 +130,7 @@ class SquadObjective(FineTuningDefaults):
           s.predict_file, self.tokenizer, self.max_seq_length, s.reading.doc_stride, s.reading.max_query_length,
           is_training=False,
           version_2_with_negative=self.is_v2, feature_file=s.predict_feature_file,
-          feature_left_file=s.predict_feature_left_file, layout=self.task.layout)
+          feature_left_file=s.predict_feature_left_file, layout=self.task.layout, reader=self.task.reader)
     return self._predict_split
 
   def encode(self, examples: squad_features.SquadSplit, tokenizer, max_seq_length: int,
@@ -220,7 +221,7 @@ class SquadObjective(FineTuningDefaults):
 
   def evaluation_metrics(self, outputs: Dict[str, np.ndarray], split: EncodedSplit) -> Dict[str, float]:
     """The task's official metrics (SQuAD v1: exact_match, f1; v2: exact, f1, HasAns_*, NoAns_*, best_*;
-    KorQuAD 1.0: exact_match, f1; KLUE-MRC: exact_match, rouge_w and both per question type)."""
+    KorQuAD 1.0 and 2.x: exact_match, f1; KLUE-MRC: exact_match, rouge_w and both per question type)."""
     _, metrics = self._scores(outputs, split.source)
     return {name: float(value) for name, value in metrics.items()}
 

@@ -4,7 +4,8 @@ A feature is one window of an example's context, `[CLS] question [SEP] window [S
 which overlap. The candidates of all the windows of an example are pooled. A (start, end) pair of sequence
 positions is a candidate when both lie in its window's context tokens, its window is the max-context window of
 its start token, it does not end before it starts and it is at most `max_answer_length` tokens long. Its text is
-the context from its start token's first character to its end token's last, stripped. Candidates are ranked by
+the context from its start token's first character to its end token's last, stripped (for a context read from
+markup, KorQuAD 2.x's HTML, the markup holding that text: `SquadExample.answer_of_span`). Candidates are ranked by
 the sum of their start and end scores; one whose text a better one already has is dropped, and the best
 `n_best_size` are kept. Their probabilities are the softmax of those sums over the kept list.
 
@@ -227,7 +228,7 @@ def _ranked_candidates(example, features: Sequence, rows: Sequence[int], row_spa
     if len(ranked) >= n_best_size:
       break
     first_char, last_char = feature.token_start_to_char[start_token], feature.token_end_to_char[end_token]
-    text = example.context_text[first_char:last_char + 1].strip()
+    text = example.answer_of_span(first_char, last_char)
     if text not in seen_texts:
       seen_texts.add(text)
       ranked.append((text, start_score, end_score))

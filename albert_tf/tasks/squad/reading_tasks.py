@@ -2,8 +2,8 @@
 (`examples.QuestionLayout`) and how its official evaluation scores the answers, which picks the best checkpoint.
 
 A benchmark of SQuAD's layout (paragraphs of contexts and questions, answers at character offsets) is one entry
-of `TASKS`; one of another layout (KorQuAD 2.x's HTML documents) brings a reader of its own that makes the same
-examples, and its scoring function here.
+of `TASKS`; one of another layout (KorQuAD 2.x's HTML pages, in a folder of shards) brings a reader of its own
+(`examples.ExampleReader`) that makes the same examples, and its scoring function here.
 """
 
 import dataclasses
@@ -11,8 +11,9 @@ from typing import Callable, Dict, Optional
 
 from albert_tf.errors import DataError, OptionError
 from albert_tf.tasks.squad import korean_scoring
+from albert_tf.tasks.squad import korquad2
 from albert_tf.tasks.squad import scoring
-from albert_tf.tasks.squad.examples import SQUAD_LAYOUT, QuestionLayout
+from albert_tf.tasks.squad.examples import SQUAD_LAYOUT, SQUAD_READER, ExampleReader, QuestionLayout
 from albert_tf.tasks.squad.predictions import SquadPredictions
 
 DEFAULT_TASK = "squad"
@@ -20,7 +21,7 @@ DEFAULT_TASK = "squad"
 
 @dataclasses.dataclass(frozen=True)
 class ReadingTask:
-  """A reading-comprehension benchmark in SQuAD's JSON layout.
+  """A reading-comprehension benchmark: how its files are read and scored.
 
   Attributes:
     name: its `--task_name`.
@@ -28,11 +29,12 @@ class ReadingTask:
       questions without an answer).
     run_name: what the run's task.json records (a rerun of another task in the directory is refused).
     description: what it is, for the flag's help.
-    layout: how its questions are written and checked.
+    layout: how its questions are written and checked (SQuAD's layout).
     primary_metric: the metric that keeps `model.ckpt-best` (and, v2, that the no-answer threshold maximises).
     scores: (dataset, predictions) -> its official metrics.
     question_scores: v2: (dataset, answers) -> (answerable, the primary metric of each question), for the
       no-answer threshold; None for v1.
+    reader: how `--train_file` and `--predict_file` become examples (SQuAD's: one JSON file of SQuAD's layout).
   """
 
   name: str
@@ -43,6 +45,7 @@ class ReadingTask:
   primary_metric: str
   scores: Callable[[list, SquadPredictions], Dict[str, float]]
   question_scores: Optional[scoring.QuestionScores] = None
+  reader: ExampleReader = SQUAD_READER
 
 
 def _check_klue_mrc_question(where: str, question: dict):
@@ -63,6 +66,11 @@ TASKS = {
         "korquad1", 1, "korquad1", "KorQuAD 1.0 (its evaluate-v1.0.py: character F1)",
         QuestionLayout(answers_must_match=True), "f1",
         lambda dataset, predictions: korean_scoring.korquad_v1_scores(dataset, predictions.answers)),
+    (1, "korquad2"): ReadingTask(
+        "korquad2", 1, "korquad2", "KorQuAD 2.0 and 2.1 (HTML pages in a file or a folder of shards, scored "
+        "as its evaluation script: tags stripped, character F1)", QuestionLayout(answers_must_match=True), "f1",
+        lambda dataset, predictions: korean_scoring.korquad2_scores(dataset, predictions.answers),
+        reader=korquad2.READER),
     (2, "klue-mrc"): ReadingTask(
         "klue-mrc", 2, "klue-mrc", "KLUE-MRC (KLUE's exact match and character ROUGE-W)",
         QuestionLayout(id_field="guid", answers_must_match=True, trains_on_first_answer=True,

@@ -19,7 +19,7 @@ import collections
 import re
 import string
 import sys
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -72,10 +72,22 @@ def answerable_set_scores(dataset: list, answers: Dict[str, str], normalize: Cal
   Raises:
     DataError: `dataset` has no question, or a question without a gold answer.
   """
+  return answerable_question_scores(_questions(dataset, id_field), answers, normalize, pair_scores, scores_name,
+                                    no_gold_hint)
+
+
+def answerable_question_scores(questions: Iterable[Tuple[str, List[str]]], answers: Dict[str, str],
+                               normalize: Callable[[str], str], pair_scores: Dict[str, Callable[[str, str], float]],
+                               scores_name: str, no_gold_hint: str = "") -> Dict[str, float]:
+  """`answerable_set_scores` of the (qas_id, gold answer texts) of a set of another layout than SQuAD's.
+
+  Raises:
+    DataError: no question, or a question without a gold answer.
+  """
   sums = dict.fromkeys(pair_scores, 0.0)
-  questions = missing = 0
-  for qas_id, gold_texts in _questions(dataset, id_field):
-    questions += 1
+  questions_seen = missing = 0
+  for qas_id, gold_texts in questions:
+    questions_seen += 1
     if not gold_texts:
       raise DataError(f"Question {qas_id} has no gold answer; {scores_name} scores need one{no_gold_hint}.")
     if qas_id not in answers:
@@ -85,8 +97,8 @@ def answerable_set_scores(dataset: list, answers: Dict[str, str], normalize: Cal
     golds = [normalize(text) for text in gold_texts]
     for name, score in pair_scores.items():
       sums[name] += max(score(prediction, gold) for gold in golds)
-  check_questions(questions, missing)
-  return {name: 100.0 * total / questions for name, total in sums.items()}
+  check_questions(questions_seen, missing)
+  return {name: 100.0 * total / questions_seen for name, total in sums.items()}
 
 
 def _equal(prediction: str, gold: str) -> float:
