@@ -17,11 +17,12 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
 from albert_tf.serving.saved_model import TextPacking
 from albert_tf.tasks.dialogue_state_tracking import data, metrics, serving
+from albert_tf.tasks.dialogue_state_tracking.model import GATE_VALUES
 from albert_tf.tasks.dialogue_state_tracking.objective import PREDICTIONS, DialogueStateTrackingObjective
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
-from conftest import SP8K_MODEL, corpus_lines, randomize, requires_shared, run_tool, tiny_config
+from conftest import SP8K_MODEL, corpus_lines, python_pack, randomize, requires_shared, run_tool, tiny_config
 from wos_dialogues import ONTOLOGY, trivial_states, write_wos
 
 pytestmark = [requires_shared(ONTOLOGY), requires_shared(SP8K_MODEL)]
@@ -70,9 +71,9 @@ def test_the_reader_makes_an_example_of_each_user_turn(tmp_path, ontology):
   assert [(example.guid, list(example.state)) for example in examples] == expected
   first = records[0]["dialogue"]
   assert examples[0].turns == (first[0]["text"],) and examples[1].turns == tuple(t["text"] for t in first[:3])
-  # The model reads the system's reply and the user turn, then the earlier turns newest first.
+  # The model reads the turns newest first: the user turn and the system's reply, then the earlier turns.
   assert data.turn_segments(["u0"]) == ("u0", "")
-  assert data.turn_segments(["u0", "s0", "u1", "s1", "u2"]) == ("s1 u2", "u1 s0 u0")
+  assert data.turn_segments(["u0", "s0", "u1", "s1", "u2"]) == ("u2 s1", "u1 s0 u0")
   values = data.state_values(examples[1].state)
   ids = data.state_label_ids(examples[1], ontology, ontology.value_ids())
   for slot, values_of_slot, index in zip(ontology.slots, ontology.values, ids):
@@ -148,8 +149,8 @@ def trained_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def scored_run(trained_run, ontology):
   """The trained run's best weights, rebuilt through the registry, with one state item made the head's answer
-  wherever it is not overruled, and the lexical weights zeroed (a tiny model from scratch predicts "none" everywhere in 20 steps: the scores
-  would be 0 and prove nothing), scored, predicting and exported by the tool without training.
+  wherever it is not overruled (its slot's gate, and for a value other than a gate's its candidate, 100 nats
+  ahead), and the lexical weights zeroed, scored, predicting and exported by the tool without training.
 
   The item is the dev split's most frequent one-item state, so that some turns are right and others not."""
   root, _ = trained_run
@@ -160,12 +161,14 @@ def scored_run(trained_run, ontology):
   [(item, _)] = collections.Counter(example.state[0] for example in dev if len(example.state) == 1).most_common(1)
   slot, value = data.split_state_item(item, "dev", ontology)
   slot_index = ontology.slots.index(slot)
-  row = sum(len(values) for values in ontology.values[:slot_index]) + ontology.values[slot_index].index(value)
   head = model.state_tracker_head
+  gate = GATE_VALUES.index(value) if value in GATE_VALUES else len(GATE_VALUES)
+  head.gate_bias.assign(tf.tensor_scatter_nd_add(head.gate_bias, [[slot_index, gate]], [100.0]))
+  row = sum(len(values) for values in ontology.values[:slot_index]) + ontology.values[slot_index].index(value)
   head.value_bias.assign(tf.tensor_scatter_nd_add(head.value_bias, [[row]], [100.0]))
   # Without the lexical weights: values whose pieces are found alike would tie, and float noise pick one.
   head.value_match_weight.assign(tf.zeros_like(head.value_match_weight))
-  head.slot_match_weight.assign(tf.zeros_like(head.slot_match_weight))
+  head.pointer_weight.assign(tf.zeros_like(head.pointer_weight))
   tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}).write(best)
   tool(root, "--nodo_train", "--do_eval", "--do_predict", f"--export_dir={root / 'export'}")
   records = json.loads((root / "run" / PREDICTIONS).read_text(encoding="utf-8"))
@@ -180,6 +183,20 @@ def test_the_tool_trains_and_scores_every_checkpoint(trained_run):
   task = json.loads((root / "run" / "task.json").read_text(encoding="utf-8"))
   assert task["task"] == "wos" and task["ontology"] == json.load(open(ONTOLOGY, encoding="utf-8"))
   assert len(task["value_piece_ids"]) == sum(len(values) for values in task["ontology"].values())
+
+
+def test_a_resumed_run_takes_the_value_pieces_its_task_json_records(trained_run, monkeypatch):
+  # A run with a task.json (resumed, evaluated, exported) takes the pieces of the 2,452 values from there, and
+  # reading the splits' ontology again tokenizes nothing either.
+  root, _ = trained_run
+  task = json.loads((root / "run" / "task.json").read_text(encoding="utf-8"))
+  objective = DialogueStateTrackingObjective(SentencePieceTokenizer(SP8K_MODEL))
+  monkeypatch.setattr(objective, "_word_pieces", lambda text: pytest.fail(f"{text!r} tokenized again"))
+  objective.adopt_run_info(task, str(root / "run"))
+  objective.read_examples(str(root / "data"), "dev")
+  model = objective.build_model(tiny_config(**CONFIG), 0.0)
+  assert [list(pieces) for pieces in model.value_piece_ids] == task["value_piece_ids"]
+  assert objective.run_info() == task
 
 
 def test_the_scores_are_klues_on_the_predictions_the_tool_wrote(scored_run, ontology):
@@ -215,27 +232,51 @@ def test_the_export_tracks_raw_dialogues_as_the_predictions(scored_run, ontology
 
 
 def test_track_state_reads_the_turns_as_the_tool_packs_them(ontology):
-  # A random head on random weights: per slot, values that depend on the text. The graph's segments of the
-  # joined turns and the tool's packing give the same values, dialogue by dialogue, long ones cut alike.
+  # The graph's segments of the joined turns, packed in the SavedModel, are the tool's packing of the same turns,
+  # id for id: Google's `_truncate_seq_pair` of `data.turn_segments` written out in Python (a long history loses
+  # its oldest turns first). A random head on random weights then gives the same values from both (the slots of
+  # the tool's dialogues only: a smaller head builds faster).
   tokenizer = SentencePieceTokenizer(SP8K_MODEL)
   objective = DialogueStateTrackingObjective(tokenizer)
-  objective.adopt_run_info({"task": "wos", "ontology": ontology.as_dict()}, "run")
-  turns = [("숙소 찾아요",), ("숙소 찾아요", "네", "주차 가능 되는 곳이면 좋겠어요"),
-           tuple(corpus_lines("ko_law.txt", 7)), ("", "서울 중앙 호텔", "가격대는 저렴으로 해 주세요")]
+  slots = {slot: ontology.as_dict()[slot] for slot in LEARNED_SLOTS}
+  objective.adopt_run_info({"task": "wos", "ontology": slots}, "run")
+  law = corpus_lines("ko_law.txt", 7)
+  turns = [("숙소 찾아요",), ("숙소 찾아요", "네", "주차 가능 되는 곳이면 좋겠어요"), tuple(law),
+           ("", "서울 중앙 호텔", "가격대는 저렴으로 해 주세요"), (" ".join(law), "네", "가격대는 저렴으로 해 주세요")]
   examples = [data.TurnExample(f"d-{index}", "d", dialogue, ()) for index, dialogue in enumerate(turns)]
   graph_tokenizer = GraphTokenizer(SP8K_MODEL)
-  split = objective.encode(examples, graph_tokenizer, 48, "dialogues")
-  model = objective.build_model(tiny_config(**CONFIG), 0.0)
+  length = 48
+  split = objective.encode(examples, graph_tokenizer, length, "dialogues")
   batch = split.batch(tf.range(len(examples)), tf.ones([len(examples)]))
+  expected = [python_pack(tokenizer, *data.turn_segments(dialogue), length) for dialogue in turns]
+  for column, name in enumerate(("input_word_ids", "input_mask", "input_type_ids")):
+    np.testing.assert_array_equal(batch["inputs"][name].numpy(), [row[column] for row in expected])
+  # Both long dialogues fill the length, each segment cut from its end: the first keeps the start of the user's
+  # turn, the second the newest earlier turn's; the last dialogue's short current pair stays whole.
+  for row in (2, 4):
+    ids, mask, types = expected[row]
+    assert sum(mask) == length
+    first, second = ids[1:types.index(1) - 1], ids[types.index(1):length - 1]
+    user, newest = tokenizer.encode(turns[row][-1]), tokenizer.encode(turns[row][-3])
+    assert first[:len(user)] == user[:len(first)]
+    assert second[:len(newest)] == newest[:len(second)]
+  assert first == tokenizer.encode(data.turn_segments(turns[4])[0])
+
+  model = objective.build_model(tiny_config(**CONFIG), 0.0)
   model(batch["inputs"])
   randomize(model, seed=4, scale=1.0)
-  expected = objective.predict(model, batch).numpy()
-  assert len({tuple(row) for row in expected}) > 1  # the texts give different values
-  module = serving.AlbertDialogueStateTrackerServingModule(model, graph_tokenizer, TextPacking(48))
-  served = module.track_state(tf.constant([data.TURN_SEPARATOR.join(dialogue) for dialogue in turns]))
-  np.testing.assert_array_equal(served["value_ids"].numpy(), expected)
-  states = objective._states(expected)
-  for row, state in enumerate(states):
+  module = serving.AlbertDialogueStateTrackerServingModule(model, graph_tokenizer, TextPacking(length))
+  joined = tf.constant([data.TURN_SEPARATOR.join(dialogue) for dialogue in turns])
+  packed = module._pack(*serving.dialogue_segments(joined))
+  width = packed["input_word_ids"].shape[1]
+  for name in ("input_word_ids", "input_mask", "input_type_ids"):
+    np.testing.assert_array_equal(packed[name].numpy(), batch["inputs"][name].numpy()[:, :width])
+  assert not batch["inputs"]["input_mask"].numpy()[:, width:].any()
+  predicted = objective.predict(model, batch).numpy()
+  assert len({tuple(row) for row in predicted}) > 1  # the texts give different values
+  served = module.track_state(joined)
+  np.testing.assert_array_equal(served["value_ids"].numpy(), predicted)
+  for row, state in enumerate(objective._states(predicted)):
     assert [item.decode() for item in served["state"].numpy()[row, :int(served["num_state"][row])]] == state
 
 

@@ -13,9 +13,10 @@ Google has no dialogue script: every flag beyond the shared fine-tuning ones is 
 file). A state value, slot or turn the ontology and the layout do not allow is one error naming the file, the
 dialogue and the turn, before anything is written.
 
-Each user turn is one example: [CLS] the system's last turn and the user's [SEP] the earlier turns, newest first
-[SEP], the oldest cut first past --max_seq_length. Every slot's value is one class among the ontology's values
-("none", "dontcare", "yes", "no" included). Every checkpoint is scored on dev with KLUE's joint goal accuracy
+Each user turn is one example, its turns newest first: [CLS] the user's turn and the system's before it [SEP] the
+earlier turns [SEP], the oldest text cut first past --max_seq_length. Every slot has a gate, TRADE's ("none",
+"dontcare", "yes", "no" where its ontology lists them, or another value), and where the gate says another value,
+that value among the ontology's. Every checkpoint is scored on dev with KLUE's joint goal accuracy
 (which picks model.ckpt-best) and slot F1. --do_predict writes state_predictions.json (per user turn, the
 predicted and the file's state). --export_dir writes a SavedModel whose track_state takes each dialogue so far as
 one string, a turn a line, and returns the state. Rerunning the same command resumes.

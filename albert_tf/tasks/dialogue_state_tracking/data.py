@@ -7,10 +7,11 @@ them (WoS's 45 slots in 5 domains). A dialogue file (`wos-v1.1_{train,dev}.json`
 `"state"`: the dialogue state after that turn, a list of "domain-slot-value" strings. Every user turn is one
 example (KLUE's baseline numbers them `<guid>-<k>` from 0).
 
-The model reads, at user turn k, the previous system turn and the user turn (the first segment), then the
-earlier turns newest first (the second segment): packing cuts a long pair from the end of the longer segment,
-so the oldest turns go first, as the baseline cuts its history from the left. `turn_segments` is that rule,
-which the SavedModel's `track_state` applies in the graph to the turns of a dialogue.
+The model reads, at user turn k, the turns newest first: the user turn and the system turn before it (the first
+segment), then the earlier turns (the second segment). Packing cuts a long pair from the end of the longer
+segment, so what goes first is the oldest text of either (the baseline cuts its history from the left too), and
+the user turn is cut last. `turn_segments` is that rule, which the SavedModel's `track_state` applies in the graph
+to the turns of a dialogue.
 
 Every problem is one `TaskError` naming the file and the dialogue (its index in the array and its guid) and
 turn: a turn without a role or text, an unknown role, a user turn without a state list, a state item that is
@@ -71,10 +72,10 @@ class TurnExample:
 
 
 def turn_segments(turns: Sequence[str]) -> Tuple[str, str]:
-  """The two segments the model reads after `turns` (the last one the user's): the last two turns (the system's
-  reply before the user turn, and the user turn), then the earlier turns newest first, each joined by spaces."""
+  """The two segments the model reads after `turns` (the last one the user's), newest first: the user turn and
+  the system's reply before it, then the earlier turns, each joined by spaces."""
   current_start = max(len(turns) - 2, 0)
-  return " ".join(turns[current_start:]), " ".join(reversed(turns[:current_start]))
+  return " ".join(reversed(turns[current_start:])), " ".join(reversed(turns[:current_start]))
 
 
 def split_state_item(item, where: str, ontology: Ontology) -> Tuple[str, str]:

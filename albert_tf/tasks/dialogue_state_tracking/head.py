@@ -21,10 +21,11 @@ GOOGLE_SCOPE = "state_tracker"
 
 def weight_names(head) -> List[Tuple[WeightNames, tf.Variable]]:
   """Every variable of a `SlotValueHead`, named `state_tracker/...`."""
-  named = dense_weights(head.value_projection, f"{GOOGLE_SCOPE}/value_projection", None)
+  named = (dense_weights(head.value_projection, f"{GOOGLE_SCOPE}/value_projection", None)
+           + dense_weights(head.gate, f"{GOOGLE_SCOPE}/gate", None))
   return named + [(WeightNames(f"{GOOGLE_SCOPE}/{name}", None), getattr(head, name))
-                  for name in ("slot_queries", "value_embeddings", "value_bias", "value_match_weight",
-                               "slot_match_weight")]
+                  for name in ("slot_queries", "slot_gate_kernel", "gate_bias", "gate_feature_weight",
+                               "value_embeddings", "value_bias", "value_match_weight", "pointer_weight")]
 
 
 def run_info(model: AlbertDialogueStateTracker) -> Dict:

@@ -1,5 +1,6 @@
-"""`AlbertDialogueStateTracker`: the encoder with a `SlotValueHead` that picks every slot's value among the
-ontology's (WoS's "none", "dontcare", "yes", "no" included: the gate of TRADE is these values)."""
+"""`AlbertDialogueStateTracker`: the encoder with a `SlotValueHead` that decides, per slot, TRADE's gate among
+WoS's special values ("none", "dontcare", "yes", "no") and "another value", and that value among the
+ontology's."""
 
 from typing import Any, Dict, Sequence, Union
 
@@ -9,6 +10,9 @@ from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder, as_config
 from albert_tf.tasks.dialogue_state_tracking.layers import SlotValueHead
 
+# The values a slot's gate decides (those of them its ontology lists); its other values are the candidates.
+GATE_VALUES = ("none", "dontcare", "yes", "no")
+
 
 def padded(rows: Sequence[Sequence[int]]):
   """Rows of ids, -1 padded to the longest (at least 1)."""
@@ -16,25 +20,19 @@ def padded(rows: Sequence[Sequence[int]]):
   return [list(row) + [-1] * (width - len(row)) for row in rows]
 
 
-def candidate_table(slot_values: Sequence[Sequence[str]], value_piece_ids: Sequence[Sequence[int]]):
-  """The `SlotValueHead` tables: per slot the rows of its values (-1 padding), and every value's pieces
-  (-1 padding), the values of all slots in slot order."""
-  if sum(len(values) for values in slot_values) != len(value_piece_ids):
-    raise ValueError(f"{len(value_piece_ids)} piece lists for {sum(len(v) for v in slot_values)} values.")
-  width = max(len(values) for values in slot_values)
-  candidates, start = [], 0
-  for values in slot_values:
-    candidates.append(list(range(start, start + len(values))) + [-1] * (width - len(values)))
-    start += len(values)
-  return candidates, padded(value_piece_ids)
+def gate_positions(slot_values: Sequence[Sequence[str]]):
+  """Per slot, the position among its values of each of `GATE_VALUES`, -1 where it lacks it."""
+  return [[list(values).index(value) if value in values else -1 for value in GATE_VALUES]
+          for values in slot_values]
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertDialogueStateTracker(tf_keras.Model):
   """ALBERT as a dialogue state tracker.
 
-  Inputs: the encoder's dict (`[batch, seq]`). Outputs: `logits`, float32 `[batch, slots, max values]`, the score
-  of each of a slot's values in the ontology's order (padding past a slot's values).
+  Inputs: the encoder's dict (`[batch, seq]`). Outputs: `gate_logits`, float32 `[batch, slots, 5]` (each slot's
+  "none", "dontcare", "yes", "no" and "another value"), and `value_logits`, float32 `[batch, slots, max
+  candidates]` (each of its other values); `state_tracker_head.decide` gives each slot's value.
 
   Args:
     config: an `AlbertConfig` or its dict.
@@ -61,18 +59,21 @@ class AlbertDialogueStateTracker(tf_keras.Model):
         or len(self.slot_piece_ids) != len(self.slot_names)):
       raise ValueError(f"A state tracker needs slots, each with values; got {len(self.slot_names)} slots and "
                        f"{len(self.slot_values)} value lists.")
+    if sum(len(values) for values in self.slot_values) != len(self.value_piece_ids):
+      raise ValueError(f"{len(self.value_piece_ids)} piece lists for "
+                       f"{sum(len(values) for values in self.slot_values)} values.")
     self.dropout_rate = dropout_rate
-    candidates, pieces = candidate_table(self.slot_values, self.value_piece_ids)
     self.encoder = AlbertEncoder(self.config, recompute_grad=recompute_grad, name="encoder")
     self.encoder.pooler.trainable = False  # the slots attend over the token vectors only
-    self.state_tracker_head = SlotValueHead(candidates, pieces, padded(self.slot_piece_ids), self.config.vocab_size,
-                                            self.config.hidden_size, dropout_rate, self.config.initializer_range,
-                                            name="state_tracker")
+    self.state_tracker_head = SlotValueHead(
+        padded(self.value_piece_ids), padded(self.slot_piece_ids), [len(values) for values in self.slot_values],
+        gate_positions(self.slot_values), self.config.vocab_size, self.config.hidden_size, dropout_rate,
+        self.config.initializer_range, name="state_tracker")
 
   def call(self, inputs, training=None):
     sequence_output = self.encoder(inputs, training=training)["sequence_output"]
-    return {"logits": self.state_tracker_head(sequence_output, inputs["input_word_ids"], inputs["input_mask"],
-                                              self.encoder.get_embedding_table(), training=training)}
+    return self.state_tracker_head(sequence_output, inputs["input_word_ids"], inputs["input_mask"],
+                                   self.encoder.get_embedding_table(), training=training)
 
   def dummy_inputs(self, batch_size=1, seq_length=2):
     """Inputs that build every variable (used before restoring a checkpoint)."""

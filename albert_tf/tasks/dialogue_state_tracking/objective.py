@@ -1,6 +1,7 @@
 """WoS dialogue state tracking as an objective of `finetuning.FineTuning`: one example per user turn (the
-dialogue so far, `data.turn_segments`), per slot the cross-entropy over its ontology values, averaged over the
-slots; KLUE's joint goal accuracy (which picks model.ckpt-best) and slot F1 of the predicted states."""
+dialogue so far, `data.turn_segments`); per slot the cross-entropy of its gate (TRADE's: "none", "dontcare", "yes",
+"no" or another value) plus, where it holds another value, that of the value among its ontology's, averaged over
+the slots; KLUE's joint goal accuracy (which picks model.ckpt-best) and slot F1 of the predicted states."""
 
 import json
 import os
@@ -58,24 +59,35 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
     return [piece for piece in self.tokenizer.encode(text) if piece != boundary]
 
   def _set_ontology(self, ontology: data.Ontology, source: str):
-    pieces = [self._word_pieces(value) for values in ontology.values for value in values]
-    if self.ontology is not None and (ontology, pieces) != (self.ontology, self.value_piece_ids):
-      raise TaskError(f"{source} differs from the ontology (or the value pieces) of the run in --output_dir (its "
-                      "task.json): the head's classes would change. Use a new --output_dir.")
-    self.ontology, self.value_piece_ids = ontology, pieces
-    # A slot's name as words: "숙소-주차 가능" is read as "숙소 주차 가능".
-    self.slot_piece_ids = [self._word_pieces(slot.replace("-", " ")) for slot in ontology.slots]
+    if self.ontology is not None and ontology != self.ontology:
+      raise TaskError(f"{source} differs from the ontology of the run in --output_dir (its task.json): the head's "
+                      "classes would change. Use a new --output_dir.")
+    self.ontology = ontology
+
+  def _pieces(self):
+    """The piece ids of the ontology's values and of its slot names ("숙소-주차 가능" read as "숙소 주차 가능"):
+    those the run's task.json records, else the tokenizer's (once a run, not at every read of the ontology)."""
+    ontology = self._require_ontology()
+    if self.value_piece_ids is None:
+      self.value_piece_ids = [self._word_pieces(value) for values in ontology.values for value in values]
+      self.slot_piece_ids = [self._word_pieces(slot.replace("-", " ")) for slot in ontology.slots]
+    return self.value_piece_ids, self.slot_piece_ids
 
   def run_info(self) -> Dict:
+    value_piece_ids, slot_piece_ids = self._pieces() if self.ontology is not None else (None, None)
     return {"task": data.TASK_NAME, "ontology": self.ontology and self.ontology.as_dict(),
-            "value_piece_ids": self.value_piece_ids,
-            "slot_piece_ids": self.slot_piece_ids}
+            "value_piece_ids": value_piece_ids, "slot_piece_ids": slot_piece_ids}
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     if info.get("task") != data.TASK_NAME or not isinstance(info.get("ontology"), dict):
       raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not "
                       f"{data.TASK_NAME!r}.")
     self._set_ontology(data.Ontology.from_dict(info["ontology"]), f"The task.json of {output_dir}")
+    values, slots = info.get("value_piece_ids"), info.get("slot_piece_ids")
+    # The pieces the run's head was built with (a run of another tokenizer would be another run).
+    if (isinstance(values, list) and isinstance(slots, list) and len(slots) == len(self.ontology.slots)
+        and len(values) == sum(len(names) for names in self.ontology.values)):
+      self.value_piece_ids, self.slot_piece_ids = values, slots
 
   def read_examples(self, data_dir: str, split: str) -> List[data.TurnExample]:
     path = find_split_file(data_dir, split, SPLIT_FILES[split], data.TASK_NAME)
@@ -91,7 +103,7 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
 
   def encode(self, examples: List[data.TurnExample], tokenizer, max_seq_length: int,
              description: str) -> EncodedSplit:
-    """`[CLS] last two turns [SEP] earlier turns, newest first [SEP]`, cut from the end of the longer segment;
+    """`[CLS] the last two turns [SEP] the earlier turns [SEP]`, newest first, cut from the end of the longer segment;
     labels int32 `[turns, slots]`, each slot's value id."""
     ontology = self._require_ontology()
     value_ids = ontology.value_ids()
@@ -105,18 +117,23 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
   def build_model(self, config: AlbertConfig, dropout_prob: float,
                   recompute_grad: bool = False) -> AlbertDialogueStateTracker:
     ontology = self._require_ontology()
-    return AlbertDialogueStateTracker(config, ontology.slots, ontology.values, self.value_piece_ids,
-                                      self.slot_piece_ids, dropout_prob, recompute_grad)
+    value_piece_ids, slot_piece_ids = self._pieces()
+    return AlbertDialogueStateTracker(config, ontology.slots, ontology.values, value_piece_ids, slot_piece_ids,
+                                      dropout_prob, recompute_grad)
 
   def replica_loss(self, model):
-    """(batch, global turns) -> (this batch's share of the mean over turns of the mean per-slot loss, sums)."""
+    """(batch, global turns) -> (this batch's share of the mean over turns of the per-slot loss, sums). A turn's
+    loss: per slot, the gate's cross-entropy, plus the value's where the gold value is not a special one, averaged
+    over the slots."""
+    head = model.state_tracker_head
 
     def loss_and_sums(batch, normalizers):
-      logits = model(batch["inputs"], training=True)["logits"]
+      outputs = model(batch["inputs"], training=True)
       labels = batch["labels"]
-      slot_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-      right = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
-      sums = tf.stack([tf.reduce_sum(tf.reduce_mean(slot_losses, axis=1)), tf.reduce_sum(right),
+      gate_loss, value_loss = head.losses(outputs, labels)
+      predicted, _ = head.decide(outputs)
+      right = tf.cast(tf.equal(predicted, labels), tf.float32)
+      sums = tf.stack([tf.reduce_sum(tf.reduce_mean(gate_loss + value_loss, axis=1)), tf.reduce_sum(right),
                        tf.reduce_sum(tf.reduce_min(right, axis=1)), tf.cast(tf.shape(labels)[0], tf.float32),
                        tf.cast(tf.size(labels), tf.float32)])
       return sums[0] / tf.maximum(normalizers[0], 1.0), sums
@@ -132,7 +149,7 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
 
   def predict(self, model, batch) -> tf.Tensor:
     """Each slot's predicted value id, int32 `[batch, slots]`."""
-    return tf.argmax(model(batch["inputs"], training=False)["logits"], -1, output_type=tf.int32)
+    return model.state_tracker_head.decide(model(batch["inputs"], training=False))[0]
 
   def _states(self, outputs: np.ndarray) -> List[List[str]]:
     ontology = self._require_ontology()

@@ -22,12 +22,12 @@ def _joined_turns(turns: tf.RaggedTensor, starts, limits, step):
 
 
 def dialogue_segments(dialogue):
-  """`data.turn_segments` of each dialogue string in the graph: the last two turns, and the earlier ones
+  """`data.turn_segments` of each dialogue string in the graph: the last two turns and the earlier ones, each
   newest first."""
   turns = tf.strings.split(dialogue, TURN_SEPARATOR)
   count = turns.row_lengths()
   current_start = tf.maximum(count - 2, 0)
-  return (_joined_turns(turns, current_start, count, 1),
+  return (_joined_turns(turns, count - 1, current_start - 1, -1),
           _joined_turns(turns, current_start - 1, tf.fill(tf.shape(count), tf.constant(-1, count.dtype)), -1))
 
 
@@ -49,10 +49,9 @@ class AlbertDialogueStateTrackerServingModule(AlbertServingModule):
     self.value_names = tf.constant([list(values) + [""] * (width - len(values)) for values in model.slot_values])
 
   def _track(self, inputs):
-    logits = self.state_tracker_head(self.serve(**inputs)["sequence_output"], inputs["input_word_ids"],
-                                     inputs["input_mask"], self.encoder.get_embedding_table(), training=False)
-    value_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    probabilities = tf.gather(tf.nn.softmax(logits), value_ids, batch_dims=2)
+    outputs = self.state_tracker_head(self.serve(**inputs)["sequence_output"], inputs["input_word_ids"],
+                                      inputs["input_mask"], self.encoder.get_embedding_table(), training=False)
+    value_ids, probabilities = self.state_tracker_head.decide(outputs)
     # value_names[s, value_ids[b, s]] of each row b.
     width = tf.shape(self.value_names)[1]
     values = tf.gather(tf.reshape(self.value_names, [-1]), tf.range(tf.shape(value_ids)[1]) * width + value_ids)
