@@ -54,6 +54,27 @@ KLUE_DP = ["## 토큰, 레이블 구분자 : \\t", "## 토큰 구분자 : \\n", 
            "## klue-dp-v1.1_train_00000\t유희열이 눈물을 흘렸다.", "1\t유희열이\t유희열 이\tNNP+JKS\t3\tNP_SBJ",
            "2\t눈물을\t눈물 을\tNNG+JKO\t3\tNP_OBJ", "3\t흘렸다.\t흘리 었 다 .\tVV+EP+EF+SF\t0\tVP"]
 
+# KLUE-RE's layout: a record with both entities (inclusive character offsets); its object ends past the sentence.
+KLUE_RE = [{"guid": "klue-re-v1_train_00000", "sentence": "유희열은 안테나의 대표이다.",
+            "subject_entity": {"word": "유희열", "start_idx": 0, "end_idx": 2, "type": "PER"},
+            "object_entity": {"word": "안테나", "start_idx": 5, "end_idx": 20, "type": "ORG"},
+            "label": "per:employee_of", "source": "wikitree"}]
+# KLUE-MRC's layout: one question, its question_type outside 1-3.
+KLUE_MRC = {"version": "v1.1", "data": [{"title": "t", "news_category": None, "source": "wikipedia", "paragraphs": [
+    {"context": "유희열은 안테나의 대표이다.", "qas": [
+        {"question": "안테나의 대표는?", "answers": [{"text": "유희열", "answer_start": 0}], "plausible_answers": [],
+         "question_type": 4, "is_impossible": False, "guid": "klue-mrc-v1_train_00000"}]}]}]}
+# KorQuAD 2.x's layout: a page of HTML whose answer is not at its answer_start.
+KORQUAD2 = {"version": "KorQuAD_2.1_train", "data": [{
+    "title": "t", "url": "https://ko.wikipedia.org/wiki/t", "raw_html": "<html><p>유희열은 안테나의 대표이다.</p></html>",
+    "context": "<p>유희열은 안테나의 대표이다.</p>", "qas": [{"question": "안테나의 대표는?", "id": "1-0-0", "answer": {
+        "text": "유희열", "answer_start": 9, "html_answer_start": 9}}]}]}
+# WoS's layout: a dialogue whose user turn states a value that the ontology does not list.
+WOS = [{"guid": "wos-v1.1_train_00000", "domains": ["관광"], "dialogue": [
+    {"role": "user", "text": "서울 남쪽에 있는 관광지를 알려 주세요.", "state": ["관광-지역-서울 한가운데"]},
+    {"role": "sys", "text": "어떤 곳을 원하세요?"}]}]
+KLUE = os.path.join(os.path.dirname(REPO), "shared", "klue")
+
 FLAGS = flags.FLAGS
 flags.DEFINE_list("only", None, "Names of the mistakes to make (default: all).")
 
@@ -169,6 +190,14 @@ def mistakes(inputs: dict) -> List[Mistake]:
       os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
       with open(os.path.join(work, name), "wb") as writer:
         writer.write(content)
+      return command(work)
+    return prepare
+
+  def with_copy(source, name, command):
+    """`command`, after copying the file `source` to `work/name`."""
+    def prepare(work):
+      os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
+      shutil.copyfile(source, os.path.join(work, name))
       return command(work)
     return prepare
 
@@ -314,6 +343,25 @@ def mistakes(inputs: dict) -> List[Mistake]:
       Mistake("dp_task_name", "run_dependency_parsing --task_name=conllu on KLUE-DP's files",
               with_file("data/klue-dp-v1.1_train.tsv", _file_of(KLUE_DP),
                         lambda work: fine_tuning("run_dependency_parsing", "conllu", work))),
+      Mistake("re_span", "run_classifier --task_name=klue-re with an entity span past the end of its sentence",
+              with_file("data/klue-re-v1.1_train.json", json.dumps(KLUE_RE, ensure_ascii=False).encode(),
+                        with_copy(os.path.join(KLUE, "relation_list.json"), "data/relation_list.json",
+                                  lambda work: fine_tuning("run_classifier", "klue-re", work, "--do_train")))),
+      Mistake("mrc_question_type", "run_squad_v2 --task_name=klue-mrc with a question_type of 4",
+              with_file("train.json", json.dumps(KLUE_MRC, ensure_ascii=False).encode(), lambda work: [
+                  "run_squad_v2", "--task_name=klue-mrc", f"--train_file={work}/train.json",
+                  f"--albert_config_file={inputs['config']}", f"--spm_model_file={vocabulary}",
+                  f"--output_dir={work}/out", "--do_train", "--max_seq_length=64", "--max_query_length=16"])),
+      Mistake("korquad2_offset", "run_squad_v1 --task_name=korquad2 with an answer_start that misses its answer",
+              with_file("shards/KorQuAD_2.1_train_00.json", json.dumps(KORQUAD2, ensure_ascii=False).encode(),
+                        lambda work: ["run_squad_v1", "--task_name=korquad2", f"--train_file={work}/shards",
+                                      f"--albert_config_file={inputs['config']}", f"--spm_model_file={vocabulary}",
+                                      f"--output_dir={work}/out", "--do_train", "--max_seq_length=64",
+                                      "--max_query_length=16"])),
+      Mistake("wos_value", "run_dialogue_state_tracking --task_name=wos with a state value the ontology lacks",
+              with_file("data/wos-v1.1_train.json", json.dumps(WOS, ensure_ascii=False).encode(),
+                        with_copy(os.path.join(KLUE, "ontology.json"), "data/ontology.json",
+                                  lambda work: fine_tuning("run_dialogue_state_tracking", "wos", work)))),
   ]
 
 
