@@ -194,8 +194,12 @@ def entity_inputs(records):
 
 def test_the_graph_marks_entities_as_the_python_marking(data):
   _, records = data
+  # Nested spans (a subject inside the object, at its start or end), and adjacent ones (one ends where the
+  # other starts: the first's closing marker comes before the second's opening one).
   nested = [{"sentence": "서울대학교 병원에서", "subject_entity": {"start_idx": s, "end_idx": e, "type": "ORG"},
              "object_entity": {"start_idx": 0, "end_idx": 7, "type": "ORG"}} for s, e in ((0, 4), (6, 7))]
+  nested.append({"sentence": "서울대학교병원에서", "subject_entity": {"start_idx": 0, "end_idx": 4, "type": "ORG"},
+                 "object_entity": {"start_idx": 5, "end_idx": 6, "type": "ORG"}})
   nested += [dict(record, subject_entity=record["object_entity"], object_entity=record["subject_entity"])
              for record in nested]
   checked = records["train"] + records["dev"] + nested
