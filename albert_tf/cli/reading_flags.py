@@ -106,21 +106,31 @@ def squad_run_from_flags(version: int):
   return options, objective
 
 
+def _define_dev_evaluation(eval_batch_size: int):
+  """--do_eval (on: every checkpoint is scored on the dev split, the best kept) and --eval_batch_size."""
+  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
+  flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Global eval batch size.")
+
+
+def _set_defaults(**defaults):
+  """A task's own defaults for shared fine-tuning flags (Google's run_race.py values for RACE, ...)."""
+  for name, default in defaults.items():
+    FLAGS.set_default(name, default)
+
+
 def define_race_flags():
   """The flags of Google's run_race.py (and the shared fine-tuning flags)."""
   finetuning_flags.define_run_flags()
   finetuning_flags.define_schedule_flags()
   flags.DEFINE_string("data_dir", None, "The folder holding RACE/ (or RACE/ itself): {train,dev,test}/"
                       "{middle,high}/, each all.txt (a JSON article a line, Google's) or the download's *.txt.")
-  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
-  flags.DEFINE_integer("eval_batch_size", 8, "Global eval batch size.")
+  _define_dev_evaluation(eval_batch_size=8)
   flags.DEFINE_integer("max_qa_length", 128, "Question+option tokens kept (the last ones).")
   flags.DEFINE_bool("high_only", False, "Only RACE-H (high-school exams).")
   flags.DEFINE_bool("middle_only", False, "Only RACE-M (middle-school exams).")
   flags.mark_flag_as_required("data_dir")
-  for name, default in (("max_seq_length", 512), ("learning_rate", 1e-5), ("train_step", 12000),
-                        ("warmup_step", 1000), ("save_checkpoints_steps", 100), ("do_train", True)):
-    FLAGS.set_default(name, default)
+  _set_defaults(max_seq_length=512, learning_rate=1e-5, train_step=12000, warmup_step=1000, save_checkpoints_steps=100,
+                do_train=True)
 
 
 def race_run_from_flags():
@@ -146,12 +156,10 @@ def define_token_classification_flags():
                     "train split's B-/I- tags, sorted by type).")
   flags.DEFINE_integer("doc_stride", 64, "Pieces between the starts of a long sentence's windows; each piece is "
                        "predicted from the window where it has the most context.")
-  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
-  flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
+  _define_dev_evaluation(eval_batch_size=32)
   flags.mark_flags_as_required(["task_name", "data_dir"])
-  for name, default in (("max_seq_length", 128), ("train_step", 2000), ("warmup_step", 200),
-                        ("save_checkpoints_steps", 500), ("do_train", True), ("predict_batch_size", 32)):
-    FLAGS.set_default(name, default)
+  _set_defaults(max_seq_length=128, train_step=2000, warmup_step=200, save_checkpoints_steps=500, do_train=True,
+                predict_batch_size=32)
 
 
 def token_classification_run_from_flags():
@@ -179,12 +187,10 @@ def define_dependency_parsing_flags():
   flags.DEFINE_integer("pos_embedding_size", 64, "Size of the embedding of a word's first and of its last "
                        "morpheme tag (KLUE-DP's POS column, CoNLL-U's XPOS), beside its pieces' vectors; 0 leaves "
                        "the tags out, for a parser of raw text (the SavedModel's parse_text then needs no tags).")
-  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
-  flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
+  _define_dev_evaluation(eval_batch_size=32)
   flags.mark_flags_as_required(["task_name", "data_dir"])
-  for name, default in (("max_seq_length", 128), ("train_step", 3000), ("warmup_step", 300),
-                        ("save_checkpoints_steps", 500), ("do_train", True), ("predict_batch_size", 32)):
-    FLAGS.set_default(name, default)
+  _set_defaults(max_seq_length=128, train_step=3000, warmup_step=300, save_checkpoints_steps=500, do_train=True,
+                predict_batch_size=32)
 
 
 def dependency_parsing_run_from_flags():
@@ -206,12 +212,10 @@ def define_dialogue_state_tracking_flags():
                       "wos-v1.1_test.json, else the dev file) and ontology.json.")
   flags.DEFINE_string("ontology_file", None, "The ontology, \"domain-slot\" -> its values (default: "
                       "ontology.json beside the dialogue files).")
-  flags.DEFINE_bool("do_eval", True, "Evaluate every checkpoint on the dev split and keep the best.")
-  flags.DEFINE_integer("eval_batch_size", 32, "Global eval batch size.")
+  _define_dev_evaluation(eval_batch_size=32)
   flags.mark_flags_as_required(["task_name", "data_dir"])
-  for name, default in (("max_seq_length", 512), ("train_step", 10000), ("warmup_step", 1000),
-                        ("save_checkpoints_steps", 1000), ("do_train", True), ("predict_batch_size", 32)):
-    FLAGS.set_default(name, default)
+  _set_defaults(max_seq_length=512, train_step=10000, warmup_step=1000, save_checkpoints_steps=1000, do_train=True,
+                predict_batch_size=32)
 
 
 def dialogue_state_tracking_run_from_flags():
