@@ -33,8 +33,8 @@ def expand_input_patterns(patterns: Union[str, Sequence[str]]) -> List[str]:
     raise InputFileError("No input files given.")
   files = []
   for piece in pieces:
-    matches = [path for path in sorted(_glob(piece)) if not _is_dir(path)]
-    if not matches and _is_dir(piece):
+    matches = [path for path in sorted(_glob(piece)) if not is_folder(path)]
+    if not matches and is_folder(piece):
       raise InputFileError(f"{piece} is a folder; name the files in it, e.g. {piece.rstrip('/')}/*.txt.")
     if not matches:
       raise InputFileError(f"No input file matches {piece}.")
@@ -53,19 +53,15 @@ def _glob(pattern: str) -> List[str]:
   return _gfile().glob(pattern) if "://" in pattern else glob.glob(pattern)
 
 
-def _is_dir(path: str) -> bool:
-  return _gfile().isdir(path) if "://" in path else os.path.isdir(path)
-
-
 def is_folder(path: str) -> bool:
   """Whether a local or remote (gs://) path is an existing folder."""
-  return _is_dir(path)
+  return _gfile().isdir(path) if "://" in path else os.path.isdir(path)
 
 
 def folder_files(folder: str, pattern: str) -> List[str]:
   """The files directly in a local or remote (gs://) folder whose names match a glob `pattern` ("*.json"),
   sorted; not its subfolders."""
-  return sorted(path for path in _glob(os.path.join(folder, pattern)) if not _is_dir(path))
+  return sorted(path for path in _glob(os.path.join(folder, pattern)) if not is_folder(path))
 
 
 def file_exists(path: str) -> bool:
@@ -130,7 +126,7 @@ def check_output_files(paths: Sequence[str], overwrite: bool = False, flag: str 
   """
   for path in paths:
     check_destination(path, flag)
-    if _is_dir(path):
+    if is_folder(path):
       raise OptionError(f"{flag} {path} is a folder; name a file (in it, or elsewhere).")
     if (file_exists(path) or os.path.islink(path)) and not overwrite:  # a dangling link is in the way too
       raise OptionError(f"{path} already exists; pass --overwrite to replace it, or choose another {flag} "
