@@ -24,6 +24,11 @@ import pytest
 from albert_tf import cli
 import tensorflow as tf
 
+# Two logical CPU devices, set before the runtime starts: MirroredStrategy then runs two replicas in the test
+# process, so the tests of replicas start no process of their own (one-device runs use the first).
+tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+                                           [tf.config.LogicalDeviceConfiguration()] * 2)
+
 import albert_tf
 from albert_tf.modeling import checkpoints as checkpoint_lib
 

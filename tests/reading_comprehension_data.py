@@ -3,9 +3,9 @@
 The data are real sentences of `../shared/corpus` (English Wikipedia, Korean LibreOffice help) in the
 official layouts. The question asks what a sentence writes in parentheses, so the answer is a real span
 whose place a tiny model can learn in a few hundred steps; unanswerable questions (v2) are about sentences
-without parentheses. RACE's right option is the article's parenthesised words, the wrong ones those of
-sentences in the other language (matching the option to the article's words takes a tiny model from
-scratch far longer than a test may run).
+without parentheses. RACE's articles are Korean, the right option the article's parenthesised words, the
+wrong ones parenthesised English words (matching the option to the article's words, or even to its language,
+takes a tiny model from scratch hundreds of steps; telling Hangul from Latin, a few dozen).
 """
 
 import json
@@ -81,28 +81,32 @@ def write_config(tmp_path, **config):
   return str(path)
 
 
+def run_and_export(tool, tmp_path, flags):
+  """Runs `tool` once, predicting and exporting; returns its stderr."""
+  result = run_tool(tool, f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags,
+                    f"--export_dir={tmp_path / 'export'}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stderr
+
+
 def train_resume_and_export(tool, tmp_path, flags, first, second):
   """Runs `tool` to the `first` schedule, then again to the `second` (which resumes), predicting and exporting."""
-  common = [f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags]
-  result = run_tool(tool, *common, *first)
+  result = run_tool(tool, f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags, *first)
   assert result.returncode == 0, result.stderr[-3000:]
-  resumed = run_tool(tool, *common, *second, f"--export_dir={tmp_path / 'export'}")
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  return result.stderr, resumed.stderr
+  return result.stderr, run_and_export(tool, tmp_path, [*flags, *second])
 
 
-def squad_tool_run(tmp_path, version, steps):
-  """run_squad_v<version>.py on 400 training questions (25 steps of 16 an epoch): `steps` steps, then resumed
-  to twice as many with --do_predict and export; a checkpoint, scored on the dev file, at the end of each run."""
-  flags = [f"--train_file={write_squad(tmp_path / 'train.json', version, 400, seed=1)}",
-           f"--predict_file={write_squad(tmp_path / 'dev.json', version, 60, seed=2)}",
-           f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_train", "--do_predict",
-           f"--max_seq_length={SEQ}", f"--doc_stride={DOC_STRIDE}", f"--max_query_length={MAX_QUERY_LENGTH}",
-           f"--max_answer_length={MAX_ANSWER_LENGTH}", "--train_batch_size=16", "--predict_batch_size=16",
-           "--learning_rate=2e-3", f"--save_checkpoints_steps={steps}", f"--iterations_per_loop={steps}"] + (
-               ["--dropout_prob=0"] if version == 2 else [])
-  return train_resume_and_export(f"run_squad_v{version}", tmp_path, flags, [f"--num_train_epochs={steps / 25}"],
-                                 [f"--num_train_epochs={2 * steps / 25}"])
+def squad_flags(tmp_path, version, checkpoint_steps):
+  """run_squad_v<version>.py's flags for 400 training questions (25 steps of 16 an epoch) and 60 dev questions,
+  with --do_predict; a checkpoint, scored on the dev file, every `checkpoint_steps` steps. The schedule is the
+  caller's (--num_train_epochs)."""
+  return [f"--train_file={write_squad(tmp_path / 'train.json', version, 400, seed=1)}",
+          f"--predict_file={write_squad(tmp_path / 'dev.json', version, 60, seed=2)}",
+          f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_train", "--do_predict",
+          f"--max_seq_length={SEQ}", f"--doc_stride={DOC_STRIDE}", f"--max_query_length={MAX_QUERY_LENGTH}",
+          f"--max_answer_length={MAX_ANSWER_LENGTH}", "--train_batch_size=16", "--predict_batch_size=16",
+          "--learning_rate=2e-3", f"--save_checkpoints_steps={checkpoint_steps}",
+          f"--iterations_per_loop={checkpoint_steps}"] + (["--dropout_prob=0"] if version == 2 else [])
 
 
 def dev_questions(dev_file):

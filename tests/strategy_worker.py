@@ -1,14 +1,13 @@
-"""Runs one training job in its own process, for tests that need a fresh TensorFlow runtime.
+"""One training job, run by a test in its own process or in a worker process of a multi-worker run.
 
-  python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [OPTIONS_JSON RESULT_NPZ ...] [--logical_cpus=N]
-      [--strategy_type=...] [--input_pipelines=N]
+  python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [--strategy_type=...] [--input_pipelines=N]
 
 JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
-fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. Several
-OPTIONS_JSON RESULT_NPZ pairs run one after the other in this process (one TensorFlow start-up). The final
-trainable weights, the last loss and, for the classifier, the dev metrics and test outputs are saved to
-RESULT_NPZ. `--input_pipelines=N` (pretraining on one device) feeds each step the global batch that N
-input pipelines (hosts) would deliver together: the one-device twin of an N-worker run.
+fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. The final trainable
+weights, the last loss and, for the classifier, the dev metrics and test outputs are saved to RESULT_NPZ.
+`--input_pipelines=N` (pretraining on one device) feeds each step the global batch that N input pipelines
+(hosts) would deliver together: the one-device twin of an N-worker run. In a test's process (conftest gives it
+two logical CPUs), `strategy_type="mirrored"` runs two replicas.
 """
 
 import dataclasses
@@ -41,6 +40,17 @@ def global_batches_of_pipelines(run, num_pipelines):
   return run.strategy.experimental_distribute_dataset(batches)
 
 
+def strategy(strategy_type):
+  """`distribution.get_strategy(strategy_type)`; a `mirrored` one gets collective keys of its own."""
+  from albert_tf.training import distribution
+  if strategy_type == "mirrored":
+    # The runtime keeps what each collective key was first used for, and every strategy numbers its keys from
+    # the same start: a second strategy of this process would reuse a key for a tensor of another shape.
+    # A new base per strategy, as TensorFlow's own tests do ("only set this in tests").
+    tf.distribute.MirroredStrategy._collective_key_base += 10000  # pylint: disable=protected-access
+  return distribution.get_strategy(strategy_type)
+
+
 def write_options(path, run_options, **extra) -> str:
   """Writes `run_options` (and `extra` fields, such as a classifier's `task_name`) as `main` reads them."""
   values = dataclasses.asdict(run_options)
@@ -50,29 +60,25 @@ def write_options(path, run_options, **extra) -> str:
   return str(path)
 
 
-def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_device", input_pipelines=1):
-  if logical_cpus > 1:
-    # Two CPU devices let MirroredStrategy run two replicas on a machine without GPUs.
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * logical_cpus)
+def main(job, options_file, result_file, strategy_type="one_device", input_pipelines=1):
   import numpy as np
   from albert_tf.tasks.classification import catalogue
   from albert_tf.tasks.classification import objective as classification_objective
   from albert_tf.modeling.config import AlbertConfig
-  from albert_tf.training import distribution, finetuning, pretraining
+  from albert_tf.training import finetuning, pretraining
   with open(options_file) as reader:
     values = json.load(reader)
   values["albert_config"] = AlbertConfig.from_dict(values["albert_config"])
-  strategy = distribution.get_strategy(strategy_type)
-  results = {"replicas": strategy.num_replicas_in_sync}
+  run_strategy = strategy(strategy_type)
+  results = {"replicas": run_strategy.num_replicas_in_sync}
   if job == "pretraining":
-    run = pretraining.Pretraining(pretraining.PretrainingOptions(**values), strategy)
+    run = pretraining.Pretraining(pretraining.PretrainingOptions(**values), run_strategy)
     if input_pipelines > 1:
       run._train_dataset = lambda: global_batches_of_pipelines(run, input_pipelines)
     results["loss"] = run.train()["loss"]
   else:
     objective = classification_objective.ClassifierObjective(catalogue.get_task(values.pop("task_name")))
-    run = finetuning.FineTuning(finetuning.FineTuningOptions(**values), objective, strategy)
+    run = finetuning.FineTuning(finetuning.FineTuningOptions(**values), objective, run_strategy)
     results["loss"] = run.train()["loss"]
     results.update({f"eval_{name}": value for name, value in run.last_eval.items()})
     results["test_outputs"] = run._outputs(run.splits["test"], values["predict_batch_size"])
@@ -80,9 +86,5 @@ def main(job, options_file, result_file, logical_cpus=1, strategy_type="one_devi
 
 
 if __name__ == "__main__":
-  files = [arg for arg in sys.argv[2:] if not arg.startswith("--")]
-  flags = dict(arg[2:].split("=", 1) for arg in sys.argv[2:] if arg.startswith("--"))
-  for index in range(0, len(files), 2):
-    # The logical devices can only be set before the first run starts the runtime; they stay for the others.
-    main(sys.argv[1], files[index], files[index + 1], int(flags.get("logical_cpus", 1)) if index == 0 else 1,
-         flags.get("strategy_type", "one_device"), int(flags.get("input_pipelines", 1)))
+  flags = dict(arg[2:].split("=", 1) for arg in sys.argv[4:])
+  main(*sys.argv[1:4], flags.get("strategy_type", "one_device"), int(flags.get("input_pipelines", 1)))

@@ -4,7 +4,6 @@ test_pretraining_writer.test_statistics_match_google."""
 
 import collections
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -19,8 +18,7 @@ from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records
 from albert_tf.errors import DataError, OptionError
 from albert_tf.training import distribution, pretraining
-from conftest import (SHARED, SP8K_MODEL, TOOLS, assert_same_pretrainer_weights, kill_once_a_checkpoint_is_written,
-                      requires_shared, run_tool)
+from conftest import SHARED, SP8K_MODEL, assert_same_pretrainer_weights, requires_shared, run_tool
 
 pytestmark = requires_shared(SP8K_MODEL)
 CORPUS = os.path.join(SHARED, "corpus")
@@ -240,16 +238,18 @@ WIDE = dict(vocab_size=8000, hidden_size=128, num_hidden_layers=2, num_attention
             embedding_size=16, max_position_embeddings=SEQ)
 
 
-def pretraining_flags(output_dir, config_file, records):
+def pretraining_flags(output_dir, config_file, records, num_train_steps=24):
   return [f"--input_file={','.join(records)}", f"--output_dir={output_dir}", f"--albert_config_file={config_file}",
           f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}", "--train_batch_size=8",
-          "--learning_rate=1e-3", "--num_train_steps=24", "--num_warmup_steps=4", "--save_checkpoints_steps=4",
-          "--iterations_per_loop=1", "--keep_checkpoint_max=10"]
+          "--learning_rate=1e-3", f"--num_train_steps={num_train_steps}", "--num_warmup_steps=4",
+          "--save_checkpoints_steps=4", "--iterations_per_loop=1", "--keep_checkpoint_max=10"]
 
 
-def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
+def test_tools_write_unmasked_records_and_a_stopped_run_resumes_exactly(tmp_path):
   """create_pretraining_data --dynamic_masking (one pass by default), then run_pretraining on them with no other
-  flag: killed after its first checkpoint and rerun, it ends on the weights of a run that was not."""
+  flag: stopped after its first checkpoint and rerun, it ends on the weights of a run that was not, so the
+  resumed data stream starts where the first run left it, with the masks of each epoch. A kill -9 resumes from
+  its last checkpoint in the same way (test_pretraining's kill -9 during a checkpoint write)."""
   corpus = tmp_path / "botchan_head.txt"
   with open(os.path.join(CORPUS, "en_botchan.txt"), encoding="utf-8") as botchan:
     corpus.write_text("".join(botchan.readlines()[:400]), encoding="utf-8")
@@ -265,13 +265,14 @@ def test_tools_write_unmasked_records_and_kill_9_resumes_exactly(tmp_path):
   albert_tf.AlbertConfig(**WIDE).to_json_file(config_file)
   straight = run_tool("run_pretraining", *pretraining_flags(tmp_path / "straight", config_file, records))
   assert straight.returncode == 0, straight.stderr
-  killed_dir = tmp_path / "killed"
-  kill_once_a_checkpoint_is_written(
-      [sys.executable, os.path.join(TOOLS, "run_pretraining.py"), *pretraining_flags(killed_dir, config_file, records)],
-      killed_dir, "model.ckpt-24")
-  resumed = run_tool("run_pretraining", *pretraining_flags(killed_dir, config_file, records))
+  # The first run stops at its first checkpoint, step 4, mid-epoch. Its steps are all warmup, whose learning
+  # rate does not depend on --num_train_steps: the straight run's schedule.
+  stopped_dir = tmp_path / "stopped"
+  stopped = run_tool("run_pretraining", *pretraining_flags(stopped_dir, config_file, records, num_train_steps=4))
+  assert stopped.returncode == 0 and (stopped_dir / "model.ckpt-4.index").exists(), stopped.stderr
+  resumed = run_tool("run_pretraining", *pretraining_flags(stopped_dir, config_file, records))
   assert resumed.returncode == 0 and "Resuming from" in resumed.stderr, resumed.stderr
-  assert_same_pretrainer_weights(tmp_path / "straight", killed_dir, WIDE)
+  assert_same_pretrainer_weights(tmp_path / "straight", stopped_dir, WIDE)
 
 
 def benchmark(tmp_path, *flags):

@@ -3,8 +3,6 @@
 import glob
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -23,7 +21,6 @@ from conftest import SHARED, SP8K_MODEL, padded_batch, randomize, requires_share
 import strategy_worker
 
 pytestmark = requires_shared(SP8K_MODEL)
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
 SEQ, PREDICTIONS = 64, 10
 CONFIG = dict(vocab_size=8000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
               embedding_size=16, max_position_embeddings=SEQ)
@@ -48,8 +45,9 @@ def options(records, output_dir, **changes):
   return pretraining.PretrainingOptions(**values)
 
 
-def trained_weights(run_options):
-  run = pretraining.Pretraining(run_options, distribution.get_strategy("one_device"))
+def trained_weights(run_options, strategy_type="one_device", replicas=1):
+  run = pretraining.Pretraining(run_options, strategy_worker.strategy(strategy_type))
+  assert run.strategy.num_replicas_in_sync == replicas
   run.train()
   return [v.numpy() for v in run.model.trainable_variables]
 
@@ -80,22 +78,13 @@ def test_micro_batches_reach_the_weights_of_one_batch(records, tmp_path, one_bat
   assert_same_weights(one_batch_runs[optimizer], actual, rtol=1e-5)
 
 
-def test_micro_batches_on_two_mirrored_replicas_reach_the_weights_of_one_batch(records, tmp_path, one_batch_runs):
-  """2 replicas x 4 micro-batches of 4 against one batch of 32 on one device, both optimizers in one process."""
-  files = []  # options and result of each run
-  for optimizer in ("lamb", "adamw"):
-    run_options = options(records, tmp_path / optimizer, optimizer=optimizer, gradient_accumulation_steps=4)
-    files += [strategy_worker.write_options(tmp_path / f"{optimizer}.json", run_options),
-              str(tmp_path / f"{optimizer}.npz")]
-  worker = subprocess.run([sys.executable, WORKER, "pretraining", *files, "--logical_cpus=2",
-                           "--strategy_type=mirrored"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=1200)
-  assert worker.returncode == 0, worker.stdout
-  for optimizer in ("lamb", "adamw"):
-    values = np.load(tmp_path / f"{optimizer}.npz")
-    assert int(values["replicas"]) == 2
-    weights = [values[f"w{index}"] for index in range(len(one_batch_runs[optimizer]))]
-    assert_same_weights(one_batch_runs[optimizer], weights, rtol=1e-5)
+@pytest.mark.parametrize("optimizer", ["lamb", "adamw"])
+def test_micro_batches_on_two_mirrored_replicas_reach_the_weights_of_one_batch(records, tmp_path, one_batch_runs,
+                                                                               optimizer):
+  """2 replicas (conftest's two logical CPUs) x 4 micro-batches of 4 against one batch of 32 on one device."""
+  actual = trained_weights(options(records, tmp_path, optimizer=optimizer, gradient_accumulation_steps=4),
+                           "mirrored", replicas=2)
+  assert_same_weights(one_batch_runs[optimizer], actual, rtol=1e-5)
 
 
 def test_a_batch_that_does_not_split_is_refused_with_the_numbers(records, tmp_path):
@@ -125,7 +114,7 @@ def gradients_of(model, batch):
 
 
 def test_recomputed_gradients_equal_stored_ones():
-  config = tiny_config(num_hidden_groups=2, inner_group_num=2)  # every block applied twice, each recomputed
+  config = tiny_config(num_hidden_layers=2, inner_group_num=2)  # two blocks, each applied twice and recomputed
   batch = padded_batch(config.vocab_size)
   models = [albert_tf.AlbertPretrainer(config, recompute_grad=recompute) for recompute in (False, True)]
   for model in models:
@@ -140,7 +129,7 @@ def test_recomputed_gradients_equal_stored_ones():
 def test_recomputation_draws_the_forward_pass_dropout_masks(monkeypatch):
   """With dropout on, the recomputed gradient is that of the masks the forward pass drew: the same as the
   gradient of the same forward pass (the same seeds) with its activations stored."""
-  config = tiny_config(num_hidden_groups=2, inner_group_num=2, hidden_dropout_prob=0.3,
+  config = tiny_config(num_hidden_layers=2, inner_group_num=2, hidden_dropout_prob=0.3,
                        attention_probs_dropout_prob=0.3)
   batch = padded_batch(config.vocab_size)
   model = albert_tf.AlbertPretrainer(config, recompute_grad=True)

@@ -1,4 +1,4 @@
-"""SQuAD v1.1 and RACE end to end: a tiny model learns them, predicts, resumes and exports.
+"""SQuAD v1.1 and RACE end to end: a tiny model learns them, predicts and exports (SQuAD v1.1's run also resumes).
 
 SQuAD v2.0's runs are test_squad_v2.py's; the data, real sentences in the official layouts, are
 reading_comprehension_data.py's.
@@ -26,8 +26,8 @@ from albert_tf.training import run_directory
 from albert_tf.training.finetuning_objectives import SUBMIT_RESULTS
 from conftest import SP8K_MODEL, requires_shared, run_tool
 from reading_comprehension_data import (CONFIG, DOC_STRIDE, MAX_ANSWER_LENGTH, MAX_QUERY_LENGTH, PARENTHESES, POOLS,
-                                        QUESTION, SEQ, dev_questions, first_span_baseline, read_json, squad_tool_run,
-                                        train_resume_and_export, write_config, write_squad)
+                                        QUESTION, SEQ, dev_questions, first_span_baseline, read_json, run_and_export,
+                                        squad_flags, train_resume_and_export, write_config, write_squad)
 
 pytestmark = requires_shared(SP8K_MODEL)
 
@@ -36,7 +36,8 @@ pytestmark = requires_shared(SP8K_MODEL)
 def squad_v1(tmp_path_factory):
   tmp_path = tmp_path_factory.mktemp("squad_v1")
   # 40 steps, then resumed to 80: by then the tiny model finds v1's answers far better than the baseline.
-  return tmp_path, squad_tool_run(tmp_path, version=1, steps=40)
+  return tmp_path, train_resume_and_export("run_squad_v1", tmp_path, squad_flags(tmp_path, 1, checkpoint_steps=40),
+                                           ["--num_train_epochs=1.6"], ["--num_train_epochs=3.2"])
 
 
 @pytest.fixture(scope="module")
@@ -116,29 +117,28 @@ def test_in_graph_windows_and_spans_are_the_python_features_and_predictions(squa
   assert [text.decode("utf-8") for text in served["answer"].numpy()] == [expected[e.qas_id] for e in examples]
 
 
-RACE_GROUPS = {
-    "ko": [line for line in POOLS["ko"][0] if re.search("[가-힣]", PARENTHESES.search(line).group(1))],
-    "en": [line for line in POOLS["en"][0] if re.fullmatch(r"[A-Za-z ,.'-]+", PARENTHESES.search(line).group(1))],
-}
+# The articles' sentences with Hangul in parentheses (the right options), and English ones with Latin letters only
+# in parentheses (the wrong options).
+RACE_ANSWER_LINES = [line for line in POOLS["ko"][0] if re.search("[가-힣]", PARENTHESES.search(line).group(1))]
+RACE_WRONG_OPTION_LINES = [line for line in POOLS["en"][0]
+                           if re.fullmatch(r"[A-Za-z ,.'-]+", PARENTHESES.search(line).group(1))]
 
 
 def write_race(root, num_articles, seed, layout):
   """RACE/<split>/<level>/ for `layout` = (split, "files" | "all.txt"): per-article files (the download's
-  layout) or all.txt (Google's reader's); one question an article, about its parenthesised words."""
+  layout) or all.txt (Google's reader's); one question a Korean article, about its parenthesised words."""
   rng = random.Random(seed)
   records = {"middle": [], "high": []}
   for index in range(num_articles):
-    language = ("en", "ko")[index % 2]
-    without = POOLS[language][1]
-    sentences = [rng.choice(without), rng.choice(RACE_GROUPS[language]), rng.choice(without)]
+    without = POOLS["ko"][1]
+    sentences = [rng.choice(without), rng.choice(RACE_ANSWER_LINES), rng.choice(without)]
     rng.shuffle(sentences)
     right = PARENTHESES.search(" ".join(sentences)).group(1)
-    # The wrong options are parenthesised words of the other language: a cue a tiny model learns fast.
-    other_language = RACE_GROUPS["ko" if language == "en" else "en"]
-    options = [right] + [PARENTHESES.search(rng.choice(other_language)).group(1) for _ in range(3)]
+    # The wrong options are English words: Hangul against Latin is a cue a tiny model learns in a few dozen steps.
+    options = [right] + [PARENTHESES.search(rng.choice(RACE_WRONG_OPTION_LINES)).group(1) for _ in range(3)]
     rng.shuffle(options)
     records[("middle", "high")[index % 3 == 0]].append({
-        "id": f"{seed}{index}.txt", "article": " ".join(sentences), "questions": [QUESTION[language]],
+        "id": f"{seed}{index}.txt", "article": " ".join(sentences), "questions": [QUESTION["ko"]],
         "options": [options], "answers": ["ABCD"[options.index(right)]]})
   for level, level_records in records.items():
     folder = root / "RACE" / layout[0] / level
@@ -151,21 +151,21 @@ def write_race(root, num_articles, seed, layout):
                                       encoding="utf-8")
 
 
-def test_race_tool_learns_to_choose_resumes_and_exports(tmp_path):
+def test_race_tool_learns_to_choose_and_exports(tmp_path):
+  """One run of 40 steps (the fine-tuning driver's resume is test_finetuning.py's and the SQuAD v1 fixture's)."""
   data = tmp_path / "data"
   write_race(data, 240, seed=1, layout=("train", "files"))
   write_race(data, 60, seed=2, layout=("dev", "all.txt"))
   write_race(data, 60, seed=2, layout=("test", "files"))
   flags = [f"--data_dir={data}", f"--albert_config_file={write_config(tmp_path, **CONFIG)}", "--do_predict",
            f"--max_seq_length={SEQ}", "--max_qa_length=24", "--train_batch_size=8", "--eval_batch_size=8",
-           "--predict_batch_size=8", "--learning_rate=1e-3", "--warmup_step=20", "--dropout_prob=0",
-           "--save_checkpoints_steps=100", "--iterations_per_loop=100"]
-  _, resumed = train_resume_and_export("run_race", tmp_path, flags, ["--train_step=100"], ["--train_step=200"])
-  assert "Resuming from" in resumed and "at step 100" in resumed
+           "--predict_batch_size=8", "--learning_rate=1e-3", "--warmup_step=10", "--dropout_prob=0",
+           "--train_step=40", "--save_checkpoints_steps=40", "--iterations_per_loop=40"]
+  run_and_export("run_race", tmp_path, flags)
   best = run_directory.read_best_info(str(tmp_path / "run"))
-  assert best["accuracy"] > 0.5, best  # chance is 0.25
+  assert best["accuracy"] > 0.8, best  # chance is 0.25
   evaluation = (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
-  assert "global_step = 200" in evaluation
+  assert "global_step = 40" in evaluation
   for name in ("accuracy", "accuracy_middle", "accuracy_high", "eval_accuracy", "eval_loss"):
     assert re.search(rf"^{name} = [0-9.]+$", evaluation, re.MULTILINE), name
   submitted = (tmp_path / "run" / SUBMIT_RESULTS).read_text(encoding="utf-8").splitlines()

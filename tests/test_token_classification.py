@@ -1,23 +1,24 @@
-"""run_token_classification end to end on real KLUE-NER sentences: training, resuming after kill -9, the scores
-against seqeval and scikit-learn on the tool's own predictions, prediction files, export; the objective's windows
-and the baseline's truncation; bad input refused before any work."""
+"""run_token_classification end to end on real KLUE-NER sentences: training, the scores against seqeval and
+scikit-learn on the tool's own predictions, prediction files, export; the objective's windows and the baseline's
+truncation; bad input refused before any work."""
 
 import json
 import os
 import re
-import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.scheme import IOB2
 from sklearn.metrics import f1_score as sklearn_f1
 
+from albert_tf.errors import TaskError
 from albert_tf.tasks.token_classification import data, serving
 from albert_tf.tasks.token_classification.objective import TokenClassificationObjective
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
-from conftest import SHARED, SP8K_MODEL, TOOLS, kill_once_a_checkpoint_is_written, requires_shared, run_tool
+from conftest import SHARED, SP8K_MODEL, requires_shared, run_tool
 from reading_comprehension_data import write_config
 
 KLUE_NER_DEV = os.path.join(SHARED, "klue", "klue-ner-v1.1_dev.tsv")
@@ -55,22 +56,20 @@ def baseline_scores(sentences, label_list):
                                      labels=list(range(len(label_list))), zero_division=1)}
 
 
-def test_the_tool_learns_klue_ner_resumes_after_kill_9_scores_as_seqeval_predicts_and_exports(tmp_path):
+def test_the_tool_learns_klue_ner_scores_as_seqeval_predicts_and_exports(tmp_path):
   # A tiny model from scratch finds nothing but O in a few hundred sentences in a test's time; fitting its own
   # training sentences shows that the tags reach the pieces and come back (the learning figures are in the docs).
+  # One run in this process: the driver's resume after kill -9, which this tool shares, is test_finetuning.py's;
+  # what a resume of this tool adds, its task.json adopted, is checked at the end.
   data_dir = write_klue_split(tmp_path / "klue", train=64, dev=0)
-  common = ["--task_name=klue-ner", f"--data_dir={data_dir}", f"--albert_config_file={write_config(tmp_path, **CONFIG)}",
-            f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", "--max_seq_length=64",
-            "--doc_stride=24", "--train_batch_size=16", "--eval_batch_size=32", "--learning_rate=1e-3",
-            "--warmup_step=20", "--save_checkpoints_steps=100", "--iterations_per_loop=100", "--dropout_prob=0"]
-  command = [*common, "--train_step=300", "--do_predict", f"--export_dir={tmp_path / 'export'}"]
-  # Killed (kill -9) once its first checkpoint is written, then the same command resumes from it.
-  kill_once_a_checkpoint_is_written(
-      [sys.executable, os.path.join(TOOLS, "run_token_classification.py"), *command], tmp_path / "run",
-      "model.ckpt-300")
-  resumed = run_tool("run_token_classification", *command)
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert re.search(r"Resuming from .*model\.ckpt-100 at step 100", resumed.stderr), resumed.stderr[-3000:]
+  result = run_tool(
+      "run_token_classification", "--task_name=klue-ner", f"--data_dir={data_dir}",
+      f"--albert_config_file={write_config(tmp_path, **CONFIG)}", f"--spm_model_file={SP8K_MODEL}",
+      f"--output_dir={tmp_path / 'run'}", "--max_seq_length=64", "--doc_stride=24", "--train_batch_size=16",
+      "--eval_batch_size=32", "--learning_rate=1e-3", "--warmup_step=20", "--save_checkpoints_steps=100",
+      "--iterations_per_loop=100", "--dropout_prob=0", "--train_step=300", "--do_predict",
+      f"--export_dir={tmp_path / 'export'}")
+  assert result.returncode == 0, result.stderr[-3000:]
 
   evaluation = (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   for name in ("entity_f1", "character_f1", "entity_f1_baseline_truncation", "character_f1_baseline_truncation",
@@ -119,6 +118,13 @@ def test_the_tool_learns_klue_ner_resumes_after_kill_9_scores_as_seqeval_predict
   assert sum(len(record["entities"]) for record in whole) > 20
   # export_saved_model of the run's checkpoint tags characters too: the run's task.json says klue-ner.
   assert serving.run_serving_options(str(tmp_path / "run" / "model.ckpt-best")) == serving.TaggingOptions("character")
+  # A rerun of the directory (a resume) takes its tags from task.json and refuses others.
+  task = json.loads((tmp_path / "run" / "task.json").read_text(encoding="utf-8"))
+  rerun = TokenClassificationObjective("klue-ner", tokenizer, doc_stride=24)
+  rerun.adopt_run_info(task, "run")
+  assert rerun.run_info() == task and task["label_list"] == list(data.KLUE_NER_LABELS)
+  with pytest.raises(TaskError, match="was trained with tags"):
+    TokenClassificationObjective("klue-ner", tokenizer, label_list=["O", "B-PS"]).adopt_run_info(task, "run")
 
 
 def test_windows_score_every_character_and_the_baseline_truncation_drops_the_tails():
