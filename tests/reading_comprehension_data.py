@@ -81,19 +81,21 @@ def write_config(tmp_path, **config):
   return str(path)
 
 
-def run_and_export(tool, tmp_path, flags):
-  """Runs `tool` once, predicting and exporting; returns its stderr."""
-  result = run_tool(tool, f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags,
-                    f"--export_dir={tmp_path / 'export'}")
+def run_in(tool, tmp_path, *flags):
+  """Runs `tool` over the shared vocabulary with its run directory in `tmp_path`; returns its stderr."""
+  result = run_tool(tool, f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stderr
 
 
+def run_and_export(tool, tmp_path, flags):
+  """Runs `tool` once, predicting and exporting; returns its stderr."""
+  return run_in(tool, tmp_path, *flags, f"--export_dir={tmp_path / 'export'}")
+
+
 def train_resume_and_export(tool, tmp_path, flags, first, second):
   """Runs `tool` to the `first` schedule, then again to the `second` (which resumes), predicting and exporting."""
-  result = run_tool(tool, f"--spm_model_file={SP8K_MODEL}", f"--output_dir={tmp_path / 'run'}", *flags, *first)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result.stderr, run_and_export(tool, tmp_path, [*flags, *second])
+  return run_in(tool, tmp_path, *flags, *first), run_and_export(tool, tmp_path, [*flags, *second])
 
 
 def squad_flags(tmp_path, version, checkpoint_steps):

@@ -197,14 +197,6 @@ def test_tool_keeps_keep_checkpoint_max_checkpoints(straight_run):
       "model.ckpt-10", "model.ckpt-15", "model.ckpt-20"]
 
 
-def assert_resumes_to_the_straight_weights(records, run_dir, straight_run):
-  resumed = run_tool("run_pretraining", *tool_flags(records, run_dir))
-  assert resumed.returncode == 0, resumed.stderr
-  assert "Resuming from" in resumed.stderr
-  assert_same_pretrainer_weights(straight_run, run_dir, CONFIG)
-  return resumed.stderr
-
-
 # Runs the tool, but dies by SIGKILL in the middle of writing checkpoint 10: its files are on disk, its data
 # file cut to half, and the `checkpoint` state file still names checkpoint 5.
 TORN_WRITE = """
@@ -236,8 +228,10 @@ def test_kill_9_during_a_checkpoint_write_resumes_from_the_last_complete_one(rec
   assert killed.returncode == -signal.SIGKILL, killed.stderr
   assert (torn_dir / "model.ckpt-10.index").exists()
   assert tf.train.latest_checkpoint(str(torn_dir)).endswith("model.ckpt-5")
-  stderr = assert_resumes_to_the_straight_weights(record_sets, torn_dir, straight_run)
-  assert "Resuming from" in stderr and "model.ckpt-5 at step 5" in stderr
+  resumed = run_tool("run_pretraining", *tool_flags(record_sets, torn_dir))
+  assert resumed.returncode == 0, resumed.stderr
+  assert "Resuming from" in resumed.stderr and "model.ckpt-5 at step 5" in resumed.stderr
+  assert_same_pretrainer_weights(straight_run, torn_dir, CONFIG)
 
 
 def test_resume_from_a_cut_latest_checkpoint_takes_the_one_before_and_says_so(record_sets, straight_run):
