@@ -103,8 +103,8 @@ def main(argv):
       passes = 1 if kind == "dynamic" else FLAGS.dupe_factor
       print(f"{kind}: {passes} pass(es), {instances:,} instances, {seconds:.1f} s, {size / 1e6:.1f} MB")
     files = {kind: written[kind][0] for kind in KINDS}
-    recipes = {kind: check_pretraining_records(files[kind], FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
-               for kind in KINDS}
+    recipes = {kind: check_pretraining_records(files[kind], FLAGS.max_seq_length,
+                                            FLAGS.max_predictions_per_seq).masking_recipe for kind in KINDS}
     pretraining.check_masking_recipe(recipes["dynamic"], step_settings.albert_config, FLAGS.max_seq_length,
                                      FLAGS.max_predictions_per_seq)
     dynamic_size, masked_size = written["dynamic"][2], written["pre-masked"][2]

@@ -150,6 +150,18 @@ BUGS = {
         "albert_tf/data/dynamic_masking.py", "starts = candidate & ((token_boundary > 0) | first)",
         "starts = candidate & ((token_boundary >= 0) | first)",
         ["tests/test_pretraining_writer.py", "-k", "statistics and dynamic"]),
+    "eojeols_split_at_hangul_pieces": Bug(
+        "albert_tf/data/word_boundaries.py", "return [piece.startswith(_WORD_START) for piece in pieces]",
+        "return [is_start_piece(piece) for piece in pieces]",
+        ["tests/test_pretraining_writer.py", "-k", "sentencepiece_word_boundaries"]),
+    "morpheme_marks_one_piece_late": Bug(
+        "albert_tf/data/word_boundaries.py",
+        "return [~token if offset in at and not starts[token] else token for token, offset in zip(ids, offsets)]",
+        "return [~token if offset - 1 in at and not starts[token] else token for token, offset in zip(ids, offsets)]",
+        ["tests/test_korean_vocabulary.py", "-k", "morpheme_word_boundaries"]),
+    "word_boundaries_not_recorded": Bug(
+        "albert_tf/data/word_boundaries.py", "return None if rule == GOOGLE else RULES.index(rule)", "return None",
+        ["tests/test_pretraining_writer.py", "-k", "sentencepiece_word_boundaries"]),
 }
 
 

@@ -51,7 +51,7 @@ def masked_run(tmp_path_factory):
 def unmasked(unmasked_run):
   """The unmasked records and their recipe."""
   outputs, _ = unmasked_run
-  return outputs, check_pretraining_records(outputs, SEQ, PREDICTIONS)
+  return outputs, check_pretraining_records(outputs, SEQ, PREDICTIONS).masking_recipe
 
 
 def features_of(path):
@@ -246,16 +246,17 @@ def pretraining_flags(output_dir, config_file, records, num_train_steps=24):
 
 
 def test_tools_write_unmasked_records_and_a_stopped_run_resumes_exactly(tmp_path):
-  """create_pretraining_data --dynamic_masking (one pass by default), then run_pretraining on them with no other
-  flag: stopped after its first checkpoint and rerun, it ends on the weights of a run that was not, so the
-  resumed data stream starts where the first run left it, with the masks of each epoch. A kill -9 resumes from
-  its last checkpoint in the same way (test_pretraining's kill -9 during a checkpoint write)."""
+  """create_pretraining_data --dynamic_masking (one pass by default; eojeols as words), then run_pretraining on
+  them with no other flag, which says what the records' words are: stopped after its first checkpoint and rerun,
+  it ends on the weights of a run that was not, so the resumed data stream starts where the first run left it,
+  with the masks of each epoch. A kill -9 resumes from its last checkpoint in the same way (test_pretraining's
+  kill -9 during a checkpoint write)."""
   corpus = tmp_path / "botchan_head.txt"
   with open(os.path.join(CORPUS, "en_botchan.txt"), encoding="utf-8") as botchan:
     corpus.write_text("".join(botchan.readlines()[:400]), encoding="utf-8")
   data = run_tool("create_pretraining_data", f"--input_file={corpus}", f"--spm_model_file={SP8K_MODEL}",
                   f"--output_file={tmp_path}/train.tfrecord", f"--max_seq_length={SEQ}", "--dynamic_masking",
-                  "--num_workers=1")
+                  "--num_workers=1", "--word_boundaries=sentencepiece")
   assert data.returncode == 0, data.stderr
   assert "masking: none written (--dynamic_masking)" in data.stdout and "--max_predictions_per_seq" not in data.stderr
   records = [str(tmp_path / "train.tfrecord")]
@@ -265,6 +266,7 @@ def test_tools_write_unmasked_records_and_a_stopped_run_resumes_exactly(tmp_path
   albert_tf.AlbertConfig(**WIDE).to_json_file(config_file)
   straight = run_tool("run_pretraining", *pretraining_flags(tmp_path / "straight", config_file, records))
   assert straight.returncode == 0, straight.stderr
+  assert "unmasked, masked every epoch; their words follow --word_boundaries=sentencepiece (eojeols" in straight.stderr
   # The first run stops at its first checkpoint, step 4, mid-epoch. Its steps are all warmup, whose learning
   # rate does not depend on --num_train_steps: the straight run's schedule.
   stopped_dir = tmp_path / "stopped"

@@ -8,7 +8,11 @@ import sys
 
 import pytest
 import sentencepiece as spm
+import tensorflow as tf
 
+from albert_tf.data import masking_statistics
+from albert_tf.data.instances import InstanceOptions
+from albert_tf.data.pretraining_corpus import InstanceMaker
 from albert_tf.text import pretokenization
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text import vocab_report
@@ -225,3 +229,60 @@ def test_vocab_report_tool_compares_models(models, split, tmp_path):
   reports = json.loads(output_json.read_text(encoding="utf-8"))
   assert [report["name"] for report in reports] == ["plain/spiece", "kiwi/spiece"]
   assert reports[1]["morphemes"]["recall"] > reports[0]["morphemes"]["recall"]
+
+
+def test_morpheme_word_boundaries_start_words_where_the_vocabularys_analyzer_finds_morphemes(models, split, kiwi,
+                                                                                             tmp_path):
+  """create_pretraining_data --word_boundaries=morpheme with the Kiwi vocabulary: a piece starts a word after a
+  space or where Kiwi finds a morpheme start (the offsets checked here from the pieces' own text), every masked
+  morpheme is masked whole, and eojeols are split (masked in part, as words no longer are eojeols). A vocabulary
+  learned without an analyzer is refused before any work."""
+  tokenizer = SentencePieceTokenizer(models["kiwi"].model_file)
+  maker = InstanceMaker(tokenizer, InstanceOptions(word_boundaries="morpheme"), seed=1, analyzer=kiwi)
+  lines = split[1][:50]
+  checked = 0
+  for line, tokens in zip(lines, maker.tokenize(lines)):
+    ids = [token if token >= 0 else ~token for token in tokens]
+    if tokenizer.unk_id in ids:  # the pieces do not spell the text
+      continue
+    checked += 1
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    text = "".join(pieces).replace("\u2581", " ").lstrip(" ")
+    starts = set(kiwi.morpheme_starts(text))
+    offset = 0
+    for piece, token in zip(pieces, tokens):
+      surface = piece.lstrip("\u2581")
+      offset += len(piece) - len(surface) - (offset == 0 and piece.startswith("\u2581"))
+      assert (token < 0) == (not piece.startswith("\u2581") and offset in starts), (line, piece, offset)
+      offset += len(surface)
+  assert checked > 30
+
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("\n".join(split[1][:300]) + "\n", encoding="utf-8")
+  output = tmp_path / "morphemes.tfrecord"
+  flags = [f"--input_file={corpus}", f"--output_file={output}", "--max_seq_length=64", "--max_predictions_per_seq=10",
+           "--dupe_factor=3", "--num_workers=1", "--word_boundaries=morpheme"]
+  refused = run_tool("create_pretraining_data", *flags, f"--spm_model_file={models['plain'].model_file}")
+  assert refused.returncode == 2 and "--pretokenizer" in refused.stderr.splitlines()[-1] and not output.exists()
+  result = run_tool("create_pretraining_data", *flags, f"--spm_model_file={models['kiwi'].model_file}")
+  assert result.returncode == 0, result.stderr
+  morphemes, eojeols = (masking_statistics.MaskedSpans(tokenizer.cls_id, tokenizer.sep_id) for _ in range(2))
+  eojeol_starts = masking_statistics.eojeol_start_table(tokenizer.sp_model)
+  for raw in tf.data.TFRecordDataset(str(output)).batch(256):
+    batch = tf.io.parse_example(raw, {
+        "input_ids": tf.io.FixedLenFeature([64], tf.int64), "input_mask": tf.io.FixedLenFeature([64], tf.int64),
+        "token_boundary": tf.io.FixedLenFeature([64], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([10], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([10], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([10], tf.float32),
+        "word_boundaries": tf.io.FixedLenFeature([1], tf.int64)})
+    batch = {name: value.numpy() for name, value in batch.items()}
+    assert (batch["word_boundaries"] == 2).all()
+    ids = masking_statistics.original_ids(batch["input_ids"], batch["masked_lm_positions"], batch["masked_lm_ids"],
+                                          batch["masked_lm_weights"])
+    masked = masking_statistics.masked_positions(batch["masked_lm_positions"], batch["masked_lm_weights"], 64)
+    lengths = batch["input_mask"].sum(axis=1)
+    morphemes.add(ids, lengths, masked, batch["token_boundary"])
+    eojeols.add(ids, lengths, masked, eojeol_starts[ids])
+  assert morphemes.units_touched > 500 and morphemes.whole_share == 1.0
+  assert eojeols.whole_share < 0.9

@@ -186,6 +186,7 @@ def straight_run(record_sets, tmp_path_factory):
   albert_tf.AlbertConfig(**CONFIG).to_json_file(str(directory / "albert_config.json"))
   result = run_tool("run_pretraining", *tool_flags(record_sets, directory / "straight", "--keep_checkpoint_max=3"))
   assert result.returncode == 0, result.stderr
+  assert "Records: masked; their words follow --word_boundaries=google (Google's piece rule" in result.stderr
   return directory / "straight"
 
 

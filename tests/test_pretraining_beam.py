@@ -28,11 +28,13 @@ def tool(output_dir, *flags):
       f"--eval_output_file={output_dir}/eval.tfrecord", *flags)
 
 
-@pytest.mark.parametrize("masking", [[], ["--dynamic_masking"]], ids=["masked", "unmasked"])
+@pytest.mark.parametrize("masking", [[], ["--dynamic_masking", "--word_boundaries=sentencepiece"]],
+                         ids=["masked", "unmasked-eojeols"])
 def test_the_direct_runner_with_two_workers_writes_the_local_runs_bytes(tmp_path, masking):
   """The same records in the same shards in the same order: every seed, key and rank is defined by what it is
   about (pretraining_corpus), not by the engine. The Beam run has many shuffle buckets (--shuffle_memory_mb=1),
-  the local run one."""
+  the local run one. The unmasked records take eojeols as words (Google's rule is pinned in
+  test_pretraining_writer)."""
   local = tool(tmp_path / "local", "--num_workers=2", *masking)
   assert local.returncode == 0, local.stderr
   beam = tool(tmp_path / "beam", "--runner=DirectRunner", *MULTI_PROCESS, "--shuffle_memory_mb=1", *masking)

@@ -63,6 +63,24 @@ def test_google_digit_comma_rule():
   assert "\u25811," not in pieces and pieces[:2] == ["\u25811", ","]
 
 
+def test_offsets_give_the_ids_of_encode_and_where_each_piece_begins():
+  """`encode_with_offsets` (the morpheme rule of --word_boundaries reads it): the ids of `encode`, on lines with
+  Hangul, accents, a digit-comma split, unknown characters and runs of spaces; each offset is where the piece's
+  characters begin in the preprocessed text, after its "▁"."""
+  tokenizer = SentencePieceTokenizer(SP8K_MODEL)
+  lines = ["학교에서  공부했다. 3,000원!", "Café 1,234.5, naïve ☃☃ 𝔘𝔫𝔦", "", "  (주)대한  "]
+  lines += open(os.path.join(SHARED, "corpus", "ko_law.txt"), encoding="utf-8").read().splitlines()[:200]
+  for line in lines:
+    text, ids, offsets = tokenizer.encode_with_offsets(line)
+    assert ids == tokenizer.encode(line, special_tokens_in_text=False), line
+    unknown = False
+    for piece, token, offset in zip(tokenizer.convert_ids_to_tokens(ids), ids, offsets):
+      surface = piece.lstrip("\u2581")
+      unknown |= token == tokenizer.unk_id
+      if surface and not unknown:  # past an unknown character the pieces no longer spell the text
+        assert text[offset:offset + len(surface)] == surface, (line, piece, offset)
+
+
 def test_google_digit_comma_rule_inside_a_word(tmp_path):
   """A digit-comma piece without the word-start mark: Google re-encodes its digits and drops the mark that
   re-encoding adds, so no "▁" appears inside the word."""

@@ -16,10 +16,16 @@ run_pretraining masks them afresh every epoch with this run's masking flags, whi
 
   python tools/create_pretraining_data.py ... --dynamic_masking
 
+Whole-word and n-gram masking take Google's word starts by default, under which every Hangul piece is a word;
+--word_boundaries=sentencepiece makes eojeols the words (and --word_boundaries=morpheme eojeols split at
+morphemes, for a vocabulary trained with --pretokenizer):
+
+  python tools/create_pretraining_data.py ... --word_boundaries=sentencepiece
+
 Flags and defaults are those of Google's create_pretraining_data.py, and so are the features of the
 records; --num_workers, --single_segment_policy, --keep_accents, --eval_output_file, --eval_fraction,
---dynamic_masking, --shuffle_memory_mb and --runner are ours. --do_lower_case and --keep_accents default to what
-train_sentencepiece recorded beside the SentencePiece model.
+--dynamic_masking, --word_boundaries, --shuffle_memory_mb and --runner are ours. --do_lower_case and
+--keep_accents default to what train_sentencepiece recorded beside the SentencePiece model.
 """
 
 import os
@@ -34,6 +40,7 @@ from albert_tf.cli import output_flags
 from albert_tf.cli import tokenizer_flags
 from albert_tf.data import pretraining_corpus
 from albert_tf.data import pretraining_writer
+from albert_tf.data import word_boundaries
 from albert_tf.data.instances import SINGLE_SEGMENT_POLICIES, InstanceOptions
 from albert_tf.errors import InputFileError
 from albert_tf.files import expand_input_patterns
@@ -49,6 +56,12 @@ flags.DEFINE_string("vocab_file", None, "Accepted for compatibility with Google'
                     "is read from --spm_model_file.")
 tokenizer_flags.define_tokenizer_flags()
 flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
+flags.DEFINE_enum("word_boundaries", word_boundaries.GOOGLE, word_boundaries.RULES,
+                  "What a word is for whole-word and n-gram masking. google: Google's rule, under which every piece "
+                  "with a character other than lower-case Latin letters (every Hangul piece) is a word of its "
+                  "own; sentencepiece: only a piece after a space (\u2581) starts a word, so words are eojeols in "
+                  "every script; morpheme: eojeols split where a morpheme starts, found with the Korean analyzer "
+                  "the vocabulary was learned with (train_sentencepiece --pretokenizer; the korean extra).")
 flags.DEFINE_bool("do_permutation", False, "Also permute a second set of n-grams (Google's experimental option).")
 flags.DEFINE_bool("favor_shorter_ngram", True, "N-gram sizes with probabilities proportional to 1/n.")
 flags.DEFINE_bool("random_next_sentence", False, "NSP-style negatives (B from a random document) instead of "
@@ -90,7 +103,8 @@ def main(argv):
       favor_shorter_ngram=FLAGS.favor_shorter_ngram, do_whole_word_mask=FLAGS.do_whole_word_mask,
       do_permutation=FLAGS.do_permutation, random_next_sentence=FLAGS.random_next_sentence,
       single_segment_policy=FLAGS.single_segment_policy,
-      sentence_order_prediction=FLAGS.sentence_order_prediction, dynamic_masking=FLAGS.dynamic_masking)
+      sentence_order_prediction=FLAGS.sentence_order_prediction, dynamic_masking=FLAGS.dynamic_masking,
+      word_boundaries=FLAGS.word_boundaries)
   pipeline_args = data_flags.pipeline_args(argv)
   expected_predictions = int(round(FLAGS.masked_lm_prob * FLAGS.max_seq_length))
   if FLAGS.max_predictions_per_seq < expected_predictions and not FLAGS.dynamic_masking:
@@ -109,7 +123,7 @@ def main(argv):
   arguments = dict(
       input_files=expand_input_patterns(FLAGS.input_file), output_files=_paths(FLAGS.output_file),
       tokenizer_spec=pretraining_writer.TokenizerSpec(FLAGS.spm_model_file, text_options.do_lower_case,
-                                                      text_options.keep_accents),
+                                                      text_options.keep_accents, text_options.pretokenizer),
       options=options, dupe_factor=dupe_factor, random_seed=FLAGS.random_seed,
       eval_output_files=_paths(FLAGS.eval_output_file), eval_fraction=FLAGS.eval_fraction,
       memory_bytes=FLAGS.shuffle_memory_mb << 20, overwrite=FLAGS.overwrite)

@@ -5,12 +5,14 @@ so the few features of an instance are written straight in protobuf's wire forma
 Example{features=1: Features{feature=1: map<string, Feature>}}, Feature{float_list=2 | int64_list=3},
 each list a packed `value=1`. `tf.train.Example.FromString` reads the result (tested); the feature names,
 dtypes and lengths are those of Google's `create_pretraining_data.py`. Unmasked records (`--dynamic_masking`)
-have no `masked_lm_*` features and carry their `MaskingRecipe` instead.
+have no `masked_lm_*` features and carry their `MaskingRecipe` instead. Records whose words are not Google's also
+carry their `word_boundaries` rule.
 """
 
 import struct
 from typing import List, Optional
 
+from albert_tf.data import word_boundaries as word_boundary_rules
 from albert_tf.data.instances import MASKING_RECIPE_FEATURE, Instance, MaskingRecipe
 
 # Names and order of Google's features.
@@ -38,15 +40,20 @@ class ExampleEncoder:
       do_permutation).
     vocab_size: largest id + 1, for the varint table.
     masking_recipe: write unmasked records carrying this recipe (then `num_label_slots` is 0).
+    word_boundaries: the rule of the word starts in `token_boundary`, written as the `word_boundaries` feature
+      when it is not Google's (so Google's records stay as they were).
   """
 
   def __init__(self, max_seq_length: int, num_label_slots: int, vocab_size: int,
-               masking_recipe: Optional[MaskingRecipe] = None):
+               masking_recipe: Optional[MaskingRecipe] = None, word_boundaries: str = word_boundary_rules.GOOGLE):
     self.max_seq_length = max_seq_length
     self.num_label_slots = num_label_slots
     self._varints = [_varint(i) for i in range(max(vocab_size, max_seq_length) + 1)]
     self._keys = {name: b"\x0a" + _varint(len(name)) + name.encode()
-                  for name in FEATURE_NAMES + UNMASKED_FEATURE_NAMES}
+                  for name in FEATURE_NAMES + UNMASKED_FEATURE_NAMES + (word_boundary_rules.FEATURE,)}
+    rule_value = word_boundary_rules.feature_value(word_boundaries)
+    self._rule = b"" if rule_value is None else self._entry(word_boundary_rules.FEATURE, self._message(
+        b"\x1a", self._message(b"\x0a", _varint(rule_value))))
     self._recipe = None
     if masking_recipe is not None:
       values = masking_recipe.to_values()
@@ -86,12 +93,13 @@ class ExampleEncoder:
     ]
     if self._recipe is not None:
       return self._message(b"\x0a", b"".join(tokens + [
-          self._bit_feature("next_sentence_labels", [instance.sentence_order_label], 1), self._recipe]))
+          self._bit_feature("next_sentence_labels", [instance.sentence_order_label], 1), self._recipe, self._rule]))
     weights = self._one * num_labels + self._zero * (slots - num_labels)
     features = b"".join(tokens + [
         self._int_feature("masked_lm_positions", instance.masked_lm_positions, slots),
         self._int_feature("masked_lm_ids", instance.masked_lm_ids, slots),
         self._entry("masked_lm_weights", self._message(b"\x12", self._message(b"\x0a", weights))),
         self._bit_feature("next_sentence_labels", [instance.sentence_order_label], 1),
+        self._rule,
     ])
     return self._message(b"\x0a", features)

@@ -4,7 +4,7 @@ This module is the algorithm of Google's `create_pretraining_data.py` on token i
 `plan_segment_pairs` cuts a document into chunks of whole sentences and decides each chunk's segments A and B
 and its sentence-order label (Google's `create_instances_from_document`), and `finish_instance` truncates a
 pair and masks it (`truncate_seq_pair`, then `create_masked_lm_predictions`: n-gram sizes ∝ 1/n,
-SentencePiece whole words, 80/10/10 per token, Google's `num_to_predict`). With `dynamic_masking` an instance
+whole words (`word_boundaries`), 80/10/10 per token, Google's `num_to_predict`). With `dynamic_masking` an instance
 is left unmasked and `data.dynamic_masking` masks it in the input pipeline, with the same algorithm.
 
 The split lets segment B come from any document of the corpus without holding the corpus in memory: a plan
@@ -20,6 +20,7 @@ import dataclasses
 import random
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
+from albert_tf.data import word_boundaries
 from albert_tf.errors import OptionError
 
 SINGLE_SEGMENT_POLICIES = ("random_document", "split_sentence", "skip")
@@ -44,7 +45,9 @@ class InstanceOptions:
     short_seq_prob: probability of a document using a random shorter target length.
     ngram: longest n-gram masked at once.
     favor_shorter_ngram: n-gram size probabilities ∝ 1/n (else reversed).
-    do_whole_word_mask: mask whole SentencePiece words.
+    do_whole_word_mask: mask whole words rather than single pieces.
+    word_boundaries: what a word is for whole-word and n-gram masking (`word_boundaries.RULES`): Google's
+      piece rule, eojeols, or eojeols and morphemes.
     do_permutation: also permute a second set of n-grams (Google's experimental option).
     random_next_sentence: NSP-style negatives (random document) instead of swapped segments.
     single_segment_policy: what a chunk of a single sentence becomes: "random_document" (Google: segment B
@@ -69,6 +72,7 @@ class InstanceOptions:
   single_segment_policy: str = "random_document"
   sentence_order_prediction: bool = True
   dynamic_masking: bool = False
+  word_boundaries: str = word_boundaries.GOOGLE
 
   def __post_init__(self):
     if self.max_seq_length < 8:
@@ -84,6 +88,7 @@ class InstanceOptions:
     if self.single_segment_policy not in SINGLE_SEGMENT_POLICIES:
       raise OptionError(f"--single_segment_policy must be one of {', '.join(SINGLE_SEGMENT_POLICIES)}, "
                        f"got {self.single_segment_policy!r}.")
+    word_boundaries.check_rule(self.word_boundaries)
     if self.dynamic_masking and self.do_permutation:
       raise OptionError("--do_permutation cannot go with --dynamic_masking: the permuted second set of n-grams is "
                         "Google's experimental offline option, which training's masking does not reproduce. Write "
@@ -167,7 +172,7 @@ class Vocabulary(NamedTuple):
   cls_id: int
   sep_id: int
   mask_id: int
-  is_start_piece: Sequence[bool]  # Google's `_is_start_piece_sp` of every piece
+  starts_word: Sequence[bool]  # whether each piece starts a word, under the run's `word_boundaries` rule
 
 
 class Instance(NamedTuple):
@@ -179,17 +184,6 @@ class Instance(NamedTuple):
   masked_lm_positions: List[int]
   masked_lm_ids: List[int]
   sentence_order_label: int  # 1: B before A (swapped) or B from another document
-
-
-_START_PIECE_PUNCTUATION = set('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
-_LATIN_LOWER = set("abcdefghijklmnopqrstuvwxyz")
-
-
-def is_start_piece(piece: str) -> bool:
-  """Google's SentencePiece word-start rule: a piece starts a word unless it is lowercase-Latin letters or
-  punctuation without the "▁" prefix (so CJK, digits and accented letters always start a new word)."""
-  return (piece.startswith("\u2581") or piece.startswith("<") or piece in _START_PIECE_PUNCTUATION or
-          not all(char.lower() in _LATIN_LOWER or char in _START_PIECE_PUNCTUATION for char in piece))
 
 
 def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int], max_num_tokens: int, rng: random.Random):
@@ -309,14 +303,15 @@ def finish_instance(tokens_a: List[int], tokens_b: List[int], sentence_order_lab
   return create_masked_lm_predictions(tokens, segment_ids, sentence_order_label, options, vocab, rng)
 
 
-def _word_groups(tokens: List[int], options: InstanceOptions, vocab: Vocabulary):
-  """Candidate words (lists of positions) and the token_boundary feature, skipping [CLS]/[SEP]."""
+def _word_groups(tokens: List[int], marked: Sequence[bool], options: InstanceOptions, vocab: Vocabulary):
+  """Candidate words (lists of positions) and the token_boundary feature, skipping [CLS]/[SEP]; a `marked` position
+  starts a morpheme (`word_boundaries.split_marks`)."""
   words, boundary = [], [0] * len(tokens)
-  is_start, specials, whole_words = vocab.is_start_piece, (vocab.cls_id, vocab.sep_id), options.do_whole_word_mask
+  is_start, specials, whole_words = vocab.starts_word, (vocab.cls_id, vocab.sep_id), options.do_whole_word_mask
   for position, token in enumerate(tokens):
     if token in specials:
       boundary[position] = 1
-    elif is_start[token]:
+    elif is_start[token] or marked[position]:
       words.append([position])
       boundary[position] = 1
     elif whole_words and words:
@@ -357,8 +352,13 @@ def _select_ngrams(words: List[List[int]], budget: int, covered: set, cumulative
 
 def create_masked_lm_predictions(tokens: List[int], segment_ids: List[int], sentence_order_label: int,
                                  options: InstanceOptions, vocab: Vocabulary, rng: random.Random) -> Instance:
-  """Google's `create_masked_lm_predictions`: n-gram masking with 80% [MASK], 10% kept, 10% random."""
-  words, boundary = _word_groups(tokens, options, vocab)
+  """Google's `create_masked_lm_predictions`: n-gram masking with 80% [MASK], 10% kept, 10% random. `tokens` may
+  hold morpheme-start marks (`word_boundaries`); the instance holds ids."""
+  if options.word_boundaries == word_boundaries.MORPHEME:
+    tokens, marked = word_boundaries.split_marks(tokens)
+  else:
+    marked = [False] * len(tokens)
+  words, boundary = _word_groups(tokens, marked, options, vocab)
   output = list(tokens)
   if options.masked_lm_prob == 0 or options.dynamic_masking:
     return Instance(output, segment_ids, boundary, [], [], sentence_order_label)

@@ -25,7 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from albert_tf.data import beam_support
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
-from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, InstanceMaker, TokenizerSpec
+from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, TokenizerSpec
 from albert_tf.errors import CorpusError
 from albert_tf.files import file_size, partial_path
 
@@ -80,8 +80,8 @@ class _WithMaker(beam.DoFn):
     self.maker = None
 
   def setup(self):
-    self.maker = InstanceMaker(pretraining_corpus.tokenizer_of(self._tokenizer_options, self._model_bytes),
-                               self._options, self._seed)
+    self.maker = pretraining_corpus.instance_maker(self._tokenizer_options, self._model_bytes, self._options,
+                                                   self._seed)
 
   def finished(self, split: str, pass_index: int, document_index: int, pair_index: int, pair, tokens_b):
     summary = DataSummary()
@@ -95,7 +95,7 @@ class _Tokenize(_WithMaker):
 
   def process(self, element):
     key, lines = element
-    yield key, pretraining_corpus.tokenize_document(self.maker.tokenizer, lines)
+    yield key, self.maker.tokenize(lines)
 
 
 class _PlanPairs(_WithMaker):
@@ -180,7 +180,7 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
     As `create_pretraining_data`; a worker's DataError (non-UTF-8 input, naming file and line) is raised here.
   """
   model_bytes = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
-                                             dupe_factor, tokenizer_spec, overwrite)
+                                             dupe_factor, tokenizer_spec, overwrite, options.word_boundaries)
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
   partials = {split: [partial_path(path) for path in shards[split]] for split in splits}

@@ -30,11 +30,13 @@ import sys
 import uuid
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
 
+from albert_tf.data import word_boundaries
 from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
-                                      is_start_piece, plan_segment_pairs)
+                                      plan_segment_pairs)
 from albert_tf.errors import InputFileError, OptionError
 from albert_tf.files import check_inputs_and_outputs, file_exists, output_folders, read_bytes, read_utf8_lines
+from albert_tf.text import korean_analyzers
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 TRAIN, EVAL = "train", "eval"
@@ -51,6 +53,7 @@ class TokenizerSpec:
   spm_model_file: str
   do_lower_case: bool = True
   keep_accents: bool = False
+  pretokenizer: Optional[str] = None  # the analyzer the vocabulary was learned with, as recorded beside it
 
 
 @dataclasses.dataclass
@@ -149,10 +152,9 @@ def tokenize_document(tokenizer: SentencePieceTokenizer, lines: Sequence[str]) -
   return [ids for ids in (tokenizer.encode(line, special_tokens_in_text=False) for line in lines) if ids]
 
 
-def vocabulary_of(tokenizer: SentencePieceTokenizer) -> Vocabulary:
-  pieces = [tokenizer.sp_model.IdToPiece(i) for i in range(tokenizer.vocab_size)]
-  return Vocabulary(size=len(pieces), cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                    mask_id=tokenizer.mask_id, is_start_piece=[is_start_piece(piece) for piece in pieces])
+def vocabulary_of(tokenizer: SentencePieceTokenizer, rule: str = word_boundaries.GOOGLE) -> Vocabulary:
+  return Vocabulary(size=tokenizer.vocab_size, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+                    mask_id=tokenizer.mask_id, starts_word=word_boundaries.piece_starts(tokenizer.sp_model, rule))
 
 
 class Entry(NamedTuple):
@@ -172,15 +174,30 @@ class InstanceMaker:
     tokenizer: the SentencePiece tokenizer of the run.
     options: the instance flags.
     seed: `--random_seed`.
+    analyzer: the Korean analyzer whose morpheme starts also start words (`--word_boundaries=morpheme`).
   """
 
-  def __init__(self, tokenizer: SentencePieceTokenizer, options: InstanceOptions, seed: int):
+  def __init__(self, tokenizer: SentencePieceTokenizer, options: InstanceOptions, seed: int, analyzer=None):
     self.tokenizer = tokenizer
     self.options = options
     self.seed = seed
-    self.vocab = vocabulary_of(tokenizer)
+    self.analyzer = analyzer
+    self.vocab = vocabulary_of(tokenizer, options.word_boundaries)
     self.encoder = ExampleEncoder(options.max_seq_length, options.num_label_slots, tokenizer.vocab_size,
-                                  options.masking_recipe(self.vocab) if options.dynamic_masking else None)
+                                  options.masking_recipe(self.vocab) if options.dynamic_masking else None,
+                                  options.word_boundaries)
+
+  def tokenize(self, lines: Sequence[str]) -> List[List[int]]:
+    """`tokenize_document`, with the morpheme starts inside eojeols marked (`word_boundaries`) under an analyzer."""
+    if self.analyzer is None:
+      return tokenize_document(self.tokenizer, lines)
+    document = []
+    for line in lines:
+      text, ids, offsets = self.tokenizer.encode_with_offsets(line)
+      if ids:
+        document.append(word_boundaries.mark_morpheme_starts(ids, offsets, self.analyzer.morpheme_starts(text),
+                                                             self.vocab.starts_word))
+    return document
 
   def plan(self, split: str, pass_index: int, document_index: int, document: Sequence[List[int]],
            num_documents: int) -> List[SegmentPair]:
@@ -266,8 +283,18 @@ def tokenizer_of(tokenizer_spec: TokenizerSpec, model_proto: bytes) -> SentenceP
                                 tokenizer_spec.keep_accents, model_proto=model_proto)
 
 
+def instance_maker(tokenizer_spec: TokenizerSpec, model_proto: bytes, options: InstanceOptions,
+                   seed: int) -> InstanceMaker:
+  """The `InstanceMaker` of a worker, with the vocabulary's analyzer under `--word_boundaries=morpheme`."""
+  analyzer = None
+  if options.word_boundaries == word_boundaries.MORPHEME:
+    analyzer = korean_analyzers.analyzer(tokenizer_spec.pretokenizer, "--word_boundaries=morpheme")
+  return InstanceMaker(tokenizer_of(tokenizer_spec, model_proto), options, seed, analyzer)
+
+
 def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_output_files: Sequence[str],
-              eval_fraction: float, dupe_factor: int, tokenizer_spec: TokenizerSpec, overwrite: bool = False) -> bytes:
+              eval_fraction: float, dupe_factor: int, tokenizer_spec: TokenizerSpec, overwrite: bool = False,
+              rule: str = word_boundaries.GOOGLE) -> bytes:
   """Checks what both engines check before any work: inputs, outputs, the held-out share, the vocabulary.
 
   Returns:
@@ -277,7 +304,8 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
     InputFileError: no input file, or one that does not exist.
     OptionError: no output file, an output that is also an input, named twice, that cannot be written or exists
       (unless `overwrite`), a held-out share without eval outputs (or the other way round), a `dupe_factor`
-      below 1.
+      below 1; `--word_boundaries=morpheme` with a vocabulary learned without an analyzer, or without the
+      analyzer's package (the korean extra).
     InputFileError, DataError: a SentencePiece model that cannot be read, or without [CLS]/[SEP]/[MASK].
   """
   check_inputs_and_outputs(input_files, list(output_files) + list(eval_output_files), overwrite)
@@ -294,4 +322,7 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
     raise InputFileError(f"SentencePiece model not found: {tokenizer_spec.spm_model_file}")
   model_proto = read_bytes(tokenizer_spec.spm_model_file)
   tokenizer_of(tokenizer_spec, model_proto)  # a bad model fails here, before any work
+  word_boundaries.check_rule(rule, tokenizer_spec.pretokenizer, tokenizer_spec.spm_model_file)
+  if rule == word_boundaries.MORPHEME:
+    korean_analyzers.require_extra(tokenizer_spec.pretokenizer, "--word_boundaries=morpheme")
   return model_proto

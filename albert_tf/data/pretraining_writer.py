@@ -29,7 +29,7 @@ import numpy as np
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.external_shuffle import ShuffleBuckets, encode_by_bucket
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
-from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, InstanceMaker, TokenizerSpec
+from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, TokenizerSpec
 from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
 from albert_tf.errors import CorpusError, OptionError, OutputError
 from albert_tf.files import partial_path
@@ -52,15 +52,14 @@ _worker = {}
 
 def _init_worker(tokenizer_spec: TokenizerSpec, model_proto: bytes, options: InstanceOptions,
                  random_seed: int, work_dir: str):
-  tokenizer = pretraining_corpus.tokenizer_of(tokenizer_spec, model_proto)
-  _worker.update(maker=InstanceMaker(tokenizer, options, random_seed), work_dir=work_dir, stores={})
+  _worker.update(maker=pretraining_corpus.instance_maker(tokenizer_spec, model_proto, options, random_seed),
+                 work_dir=work_dir, stores={})
 
 
 def _tokenize_block(task):
   """(split, documents of lines) → (split, their ids, sentence lengths, sentences per document)."""
   split, documents = task
-  tokenizer = _worker["maker"].tokenizer
-  tokenized = [pretraining_corpus.tokenize_document(tokenizer, lines) for lines in documents]
+  tokenized = [_worker["maker"].tokenize(lines) for lines in documents]
   sentences = [sentence for document in tokenized for sentence in document]
   return (split, np.fromiter((t for sentence in sentences for t in sentence), np.int32),
           np.array([len(sentence) for sentence in sentences], np.int64),
@@ -152,7 +151,7 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
     OutputError: an output that cannot be written (a full disk); nothing is left behind, folders included.
   """
   model_proto = pretraining_corpus.check_run(input_files, output_files, eval_output_files, eval_fraction,
-                                             dupe_factor, tokenizer_spec, overwrite)
+                                             dupe_factor, tokenizer_spec, overwrite, options.word_boundaries)
   if num_workers < 1 or memory_bytes < 1:
     raise OptionError("--num_workers and the shuffle memory budget must be positive.")
   if any("://" in path for path in list(output_files) + list(eval_output_files)):

@@ -6,7 +6,8 @@ Masked records have the layout of Google's `create_pretraining_data.py`, which o
 `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights` of `max_predictions_per_seq` values, and one
 `next_sentence_labels` value, the sentence-order label (1 = swapped or from another document). Unmasked
 records (`--dynamic_masking`) have the token features with `token_boundary`, the label, and the
-`masking_recipe` that training masks them with, instead of `masked_lm_*`.
+`masking_recipe` that training masks them with, instead of `masked_lm_*`. Records of either kind whose words
+follow another rule than Google's carry it (`word_boundaries`).
 """
 
 import concurrent.futures
@@ -14,7 +15,7 @@ import dataclasses
 import json
 import re
 import uuid
-from typing import Dict, Optional, Sequence
+from typing import Dict, NamedTuple, Optional, Sequence
 
 from absl import logging
 import numpy as np
@@ -22,6 +23,7 @@ import tensorflow as tf
 
 from google.protobuf import message
 
+from albert_tf.data import word_boundaries
 from albert_tf.data.instances import MASKING_RECIPE_FEATURE, MASKING_RECIPE_VALUES, MaskingRecipe
 from albert_tf.errors import DataError
 
@@ -89,14 +91,31 @@ def _masking_recipe(path: str, features) -> Optional[MaskingRecipe]:
     raise DataError(f"{path}: feature '{MASKING_RECIPE_FEATURE}' is not a masking recipe ({error}).") from None
 
 
-def check_pretraining_records(files: Sequence[str], max_seq_length: int,
-                              max_predictions_per_seq: int) -> Optional[MaskingRecipe]:
+def _word_boundaries(path: str, features) -> str:
+  """The rule of the records' word starts: Google's unless they say otherwise."""
+  if word_boundaries.FEATURE not in features:
+    return word_boundaries.GOOGLE
+  try:
+    return word_boundaries.rule_of_feature(features[word_boundaries.FEATURE].int64_list.value)
+  except ValueError as error:
+    raise DataError(f"{path}: feature '{word_boundaries.FEATURE}' is not a word-boundary rule ({error}).") from None
+
+
+class RecordKind(NamedTuple):
+  """What pretraining records are: masked (`masking_recipe` None) or to be masked with a recipe, and the rule of
+  their words (`word_boundaries.RULES`)."""
+
+  masking_recipe: Optional[MaskingRecipe]
+  word_boundaries: str
+
+
+def check_pretraining_records(files: Sequence[str], max_seq_length: int, max_predictions_per_seq: int) -> RecordKind:
   """Checks that the first record of every file has the features and lengths training expects.
 
   Files hold either masked records (Google's layout) or unmasked ones (`--dynamic_masking`), which carry
-  their `MaskingRecipe`; all the files must be of one kind, and of one recipe. Reading one record per file
-  is cheap, and a mismatch found here is reported by name rather than as a shape error in the middle of the
-  first training step.
+  their `MaskingRecipe`; all the files must be of one kind, of one recipe and of one word-boundary rule. Reading
+  one record per file is cheap, and a mismatch found here is reported by name rather than as a shape error in the
+  middle of the first training step.
 
   Args:
     files: TFRecord files, e.g. from `expand_input_patterns`.
@@ -105,24 +124,29 @@ def check_pretraining_records(files: Sequence[str], max_seq_length: int,
       masked records.
 
   Returns:
-    The files' masking recipe, or None for masked records.
+    The files' `RecordKind`.
 
   Raises:
-    ValueError: naming the file (and the feature, its length and the length expected) for a missing
+    DataError: naming the file (and the feature, its length and the length expected) for a missing
       feature, a feature of the wrong length or type, an empty file or a corrupt record; naming two files
-      of different kinds or recipes.
+      of different kinds, recipes or word-boundary rules.
   """
-  first_recipe = None
+  first = None
   for index, path in enumerate(files):
     features = _first_record_features(path)
-    recipe = _masking_recipe(path, features)
+    kind = RecordKind(_masking_recipe(path, features), _word_boundaries(path, features))
+    recipe = kind.masking_recipe
     if index == 0:
-      first_recipe = recipe
-    elif recipe != first_recipe:
+      first = kind
+    elif recipe != first.masking_recipe:
       describe = lambda r: f"unmasked, to be masked with {r}" if r else "masked"
-      raise DataError(f"{path} holds {describe(recipe)} records, but {files[0]} {describe(first_recipe)} ones: "
-                      "the input files must be of one kind (from --dynamic_masking runs of the same masking "
-                      "flags, or masked ones).")
+      raise DataError(f"{path} holds {describe(recipe)} records, but {files[0]} "
+                      f"{describe(first.masking_recipe)} ones: the input files must be of one kind (from "
+                      "--dynamic_masking runs of the same masking flags, or masked ones).")
+    elif kind.word_boundaries != first.word_boundaries:
+      raise DataError(f"{path} holds records whose words follow --word_boundaries={kind.word_boundaries}, but "
+                      f"{files[0]} --word_boundaries={first.word_boundaries}: one run learns from one rule of what "
+                      "a word is. Write the files again with one rule, or train on them in separate runs.")
     lengths = feature_lengths(max_seq_length, max_predictions_per_seq, masked=recipe is None)
     for name, (kind, flag) in (MASKED_FEATURES if recipe is None else UNMASKED_FEATURES).items():
       expected = f"--{flag}={lengths[name]}" if isinstance(flag, str) else str(lengths[name])
@@ -134,7 +158,7 @@ def check_pretraining_records(files: Sequence[str], max_seq_length: int,
       found_length = len(getattr(features[name], kind).value)
       if found_length != lengths[name]:
         raise DataError(f"{path}: feature '{name}' has {found_length} values, expected {expected}.")
-  return first_recipe
+  return first
 
 
 # The features that hold token ids: each must be an id of the model's vocabulary.

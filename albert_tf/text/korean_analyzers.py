@@ -125,8 +125,10 @@ def require_extra(name: str, purpose: str):
   loading any model.
 
   Raises:
-    OptionError: the analyzer's package (kiwipiepy or mecab-ko) cannot be found.
+    OptionError: an unknown name, or the analyzer's package (kiwipiepy or mecab-ko) cannot be found.
   """
+  if name not in _MODULES:
+    raise OptionError(f"Unknown Korean analyzer {name!r}: one of {', '.join(ANALYZERS)}.")
   module = _MODULES[name]
   try:
     found = importlib.util.find_spec(module) is not None

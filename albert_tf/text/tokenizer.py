@@ -16,7 +16,7 @@ Two deliberate differences:
 import os
 import re
 import unicodedata
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
@@ -118,18 +118,37 @@ class SentencePieceTokenizer:
   def vocab_size(self) -> int:
     return self.sp_model.GetPieceSize()
 
+  def _google_pieces(self, piece: str) -> List[str]:
+    """`piece` as Google's `encode_pieces` leaves it: "3.0," is encoded as pieces of "3.0" followed by ","."""
+    if not ends_in_digit_comma(piece):
+      return [piece]
+    split = self.sp_model.EncodeAsPieces(piece[:-1].replace(_WORD_START, ""))
+    if piece[0] != _WORD_START and split and split[0].startswith(_WORD_START):
+      split = split[1:] if len(split[0]) == 1 else [split[0][1:]] + split[1:]
+    return split + [piece[-1]]
+
   def _encode_pieces(self, text: str) -> List[str]:
-    pieces = []
-    for piece in self.sp_model.EncodeAsPieces(text):
-      # Google's rule: "3.0," is encoded as pieces of "3.0" followed by ",".
-      if ends_in_digit_comma(piece):
-        split = self.sp_model.EncodeAsPieces(piece[:-1].replace(_WORD_START, ""))
-        if piece[0] != _WORD_START and split and split[0].startswith(_WORD_START):
-          split = split[1:] if len(split[0]) == 1 else [split[0][1:]] + split[1:]
-        pieces.extend(split + [piece[-1]])
-      else:
-        pieces.append(piece)
-    return pieces
+    return [split for piece in self.sp_model.EncodeAsPieces(text) for split in self._google_pieces(piece)]
+
+  def encode_with_offsets(self, text: str) -> Tuple[str, List[int], List[int]]:
+    """`text` as SentencePiece sees it (preprocessed), its ids as `encode(text, special_tokens_in_text=False)`
+    gives them, and the character offset in that text where each piece's characters begin, after its "▁" (-1 when
+    a piece begins inside a character, as byte pieces do)."""
+    text = preprocess_text(text, self.do_lower_case, self.keep_accents)
+    encoded = text.encode("utf-8")
+    char_of_byte, position = {len(encoded): len(text)}, 0  # SentencePiece's offsets count UTF-8 bytes
+    for index, char in enumerate(text):
+      char_of_byte[position] = index
+      position += len(char.encode("utf-8"))
+    ids, offsets = [], []
+    for piece in self.sp_model.encode(text, out_type="proto").pieces:
+      begin = piece.begin + (piece.piece.startswith(_WORD_START) and encoded[piece.begin:piece.begin + 1] == b" ")
+      offset = char_of_byte.get(begin, -1)
+      for split in self._google_pieces(piece.piece):
+        ids.append(self.sp_model.PieceToId(split))
+        offsets.append(offset)
+        offset += len(split.lstrip(_WORD_START)) if offset >= 0 else 0
+    return text, ids, offsets
 
   def tokenize(self, text: str, special_tokens_in_text: bool = True) -> List[str]:
     """Pieces of `text`.

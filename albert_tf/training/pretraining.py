@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from albert_tf.data import pretraining_dataset
 from albert_tf.data import record_files
+from albert_tf.data import word_boundaries
 from albert_tf.data.instances import MaskingRecipe, check_max_predictions
 from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
 from albert_tf.files import expand_input_patterns
@@ -135,8 +136,10 @@ class Pretraining:
     self.train_files = expand_input_patterns(o.input_file) if o.do_train else []
     self.eval_files = expand_input_patterns(o.eval_input_file or o.input_file) if o.do_eval else []
     input_files = sorted(set(self.train_files + self.eval_files))
-    self.masking_recipe = record_files.check_pretraining_records(input_files, o.max_seq_length,
-                                                                 o.max_predictions_per_seq)
+    self.masking_recipe, self.word_boundaries = record_files.check_pretraining_records(
+        input_files, o.max_seq_length, o.max_predictions_per_seq)
+    print(f"Records: {'unmasked, masked every epoch' if self.masking_recipe else 'masked'}; their words follow "
+          f"--word_boundaries={self.word_boundaries} ({word_boundaries.DESCRIPTIONS[self.word_boundaries]}).", file=sys.stderr)
     if self.masking_recipe is not None:
       check_masking_recipe(self.masking_recipe, o.albert_config, o.max_seq_length, o.max_predictions_per_seq)
     run_directory.check_run_directory(o.output_dir, o.albert_config)
