@@ -15,7 +15,7 @@ import tf_keras
 
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
-from albert_tf.errors import CheckpointMismatchError, TrainingError
+from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import distribution, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
@@ -357,6 +357,8 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
   strategy = distribution.get_strategy("one_device")
   with pytest.raises(FileNotFoundError, match="No input file matches"):
     pretraining.Pretraining(options(records, tmp_path / "a", input_file=str(tmp_path / "none-*.tfrecord")), strategy)
+  with pytest.raises(OptionError, match="Nothing to do: set --do_train, --do_eval or both"):
+    pretraining.Pretraining(options(records, tmp_path / "e", do_train=False, do_eval=False), strategy)
   with pytest.raises(ValueError, match="'input_ids' has 64 values, expected --max_seq_length=128"):
     pretraining.Pretraining(options(records, tmp_path / "b", max_seq_length=128, albert_config=albert_tf.AlbertConfig(
         **dict(CONFIG, max_position_embeddings=128))), strategy)
@@ -372,7 +374,7 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
     pretraining.Pretraining(options(records, tmp_path / "d", albert_config=albert_tf.AlbertConfig(
         **dict(CONFIG, hidden_size=64))), strategy)
   assert before == {name: os.path.getmtime(tmp_path / "d" / name) for name in os.listdir(tmp_path / "d")}
-  for directory in ("a", "b", "c"):
+  for directory in ("a", "b", "c", "e"):
     assert not (tmp_path / directory).exists()
 
 

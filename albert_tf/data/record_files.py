@@ -124,14 +124,14 @@ def check_pretraining_records(files: Sequence[str], max_seq_length: int, max_pre
       masked records.
 
   Returns:
-    The files' `RecordKind`.
+    The files' `RecordKind` (of Google's masked records when there are no files: a run that reads none).
 
   Raises:
     DataError: naming the file (and the feature, its length and the length expected) for a missing
       feature, a feature of the wrong length or type, an empty file or a corrupt record; naming two files
       of different kinds, recipes or word-boundary rules.
   """
-  first = None
+  first = RecordKind(None, word_boundaries.GOOGLE)
   for index, path in enumerate(files):
     features = _first_record_features(path)
     kind = RecordKind(_masking_recipe(path, features), _word_boundaries(path, features))

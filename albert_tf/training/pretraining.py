@@ -129,6 +129,8 @@ class Pretraining:
     self.is_chief = distribution.is_chief(strategy)
     self.objective = PretrainingObjective(options.sentence_order_prediction)
     o = options
+    if not (o.do_train or o.do_eval):
+      raise OptionError("Nothing to do: set --do_train, --do_eval or both (as Google's run_pretraining requires).")
     loop.micro_batch_size(o.train_batch_size, strategy.num_replicas_in_sync, o.gradient_accumulation_steps)
     if o.max_seq_length > o.albert_config.max_position_embeddings:
       raise OptionError(f"--max_seq_length={o.max_seq_length} exceeds max_position_embeddings="
