@@ -64,3 +64,15 @@ def test_english_differences_by_kind(tmp_path):
   for kind in ("digit", "non-ASCII letter", "one-character punctuation or symbol", "other"):
     assert f"  {kind}: " in stdout
   assert "',' " in stdout.split("one-character punctuation or symbol: ")[1].splitlines()[0]
+
+
+def test_bad_input_is_refused_before_any_data_run(tmp_path):
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("한 문장.\n", encoding="utf-8")
+  for flags, message in [
+      ([f"--input_file={tmp_path / 'none.txt'}"], f"No input file matches {tmp_path / 'none.txt'}"),
+      ([f"--input_file={corpus}", "--word_boundaries=google,eojeol"], "--word_boundaries: unknown value(s) eojeol"),
+      ([f"--input_file={corpus}", "--masking=online"], "--masking: unknown value(s) online")]:
+    refused = run_tool("benchmarks/benchmark_word_boundaries", *flags)
+    assert refused.returncode == 2 and f"error: {message}" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and not refused.stdout
