@@ -3,6 +3,7 @@
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import os
 import random
@@ -30,6 +31,7 @@ tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU"
                                            [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import albert_tf
+from albert_tf import files as albert_files
 from albert_tf.modeling import checkpoints as checkpoint_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,6 +187,42 @@ def assert_same_pretrainer_weights(expected_dir, actual_dir, config: dict):
   expected, actual = weights(expected_dir), weights(actual_dir)
   for name, value in expected.items():
     np.testing.assert_allclose(actual[name], value, atol=1e-6, rtol=0, err_msg=name)
+
+
+def gcs_kind(path):
+  """What GCS answers for a `ram://` path: "file", "folder" or None. TensorFlow's in-memory file system calls a path
+  a folder when any file name starts with it (`model.ckpt-4` beside `model.ckpt-4.index`); GCS only when a folder
+  object is at the path (what makedirs writes) or an object lies under the path and "/"."""
+  gfile = tf.io.gfile
+  path = path.rstrip("/")
+  if not gfile.exists(path):
+    return None
+  if not gfile.isdir(path):
+    return "file"  # a file of exactly this name
+  head, _, name = path.rpartition("/")
+  if head.endswith(":/") or name in gfile.listdir(head):  # the bucket, or a folder object at the path
+    return "folder"
+  # ram:// lists a path's "children" by prefix: `model.ckpt-4` lists ".index"; only a name under "path/" counts.
+  return "folder" if any(gfile.exists(f"{path}/{child}") for child in gfile.listdir(path)) else None
+
+
+@pytest.fixture
+def bucket(monkeypatch):
+  """A stand-in for a `gs://` bucket, on the same `tf.io.gfile` code path without a network: a new folder of
+  TensorFlow's in-memory file system (this process's), whose folder tests and listings `albert_tf.files` sees as
+  GCS answers them (`gcs_kind`). Yields its root, `ram://bucket-<n>/`; what the test wrote there is removed after it."""
+  root = f"ram://bucket-{next(_BUCKET_NUMBERS)}"
+  tf.io.gfile.makedirs(root)
+  real_kind, real_children = albert_files._remote_kind, albert_files._remote_children
+  monkeypatch.setattr(albert_files, "_remote_kind",
+                      lambda path: gcs_kind(path) if path.startswith("ram://") else real_kind(path))
+  monkeypatch.setattr(albert_files, "_remote_children", lambda folder: [
+      name for name in real_children(folder) if not folder.startswith("ram://") or gcs_kind(f"{folder}/{name}")])
+  yield root
+  albert_files.remove_tree(root)
+
+
+_BUCKET_NUMBERS = itertools.count()
 
 
 def requires_shared(path):

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.errors import CheckpointMismatchError, DataError
-from albert_tf.modeling.checkpoints import build_model_for_checkpoint, restore_checkpoint, save_checkpoint
+from albert_tf.modeling.checkpoints import (build_model_for_checkpoint, read_task_info, resolve_checkpoint_path,
+                                            restore_checkpoint, save_checkpoint, write_task_info)
 import albert_tf
 from conftest import damage_checkpoint, padded_batch, randomize, tiny_config
 
@@ -105,6 +106,26 @@ def test_a_directory_without_a_state_file_means_its_highest_numbered_checkpoint(
   assert restore_checkpoint(restored, str(tmp_path)) == str(tmp_path / "model.ckpt-3")
   np.testing.assert_array_equal(restored.pooler.bias.numpy(), 3.0)
   assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [str(tmp_path / "model.ckpt-3")]
+
+
+def test_a_checkpoint_in_a_bucket_is_found_by_its_prefix_or_its_run_folder(bucket):
+  model = albert_tf.AlbertEncoder(tiny_config())
+  model(model.dummy_inputs())
+  run = f"{bucket}/run"
+  for step in (4, 10):
+    tf.train.Checkpoint(model=model).write(f"{run}/model.ckpt-{step}")
+  # GCS calls run/model.ckpt-4 no folder (only the run): a prefix is a prefix, the folder means its latest.
+  assert resolve_checkpoint_path(f"{run}/model.ckpt-4") == f"{run}/model.ckpt-4"
+  assert resolve_checkpoint_path(run) == f"{run}/model.ckpt-10"
+  prefix = save_checkpoint(model, f"{run}/model.ckpt-3")  # named the latest by the folder's `checkpoint` file
+  assert restore_checkpoint(albert_tf.AlbertEncoder(tiny_config()), run) == prefix
+  with pytest.raises(FileNotFoundError, match=f"expected {run}/model.ckpt-5.index"):
+    resolve_checkpoint_path(f"{run}/model.ckpt-5")
+  with pytest.raises(FileNotFoundError, match=f"No checkpoint found in directory {bucket}"):
+    resolve_checkpoint_path(bucket)
+  assert read_task_info(prefix) == {}
+  write_task_info(run, {"label_list": ["정치", "경제"]})
+  assert read_task_info(prefix) == {"label_list": ["정치", "경제"]}
 
 
 @pytest.mark.parametrize("damage", ["data cut", "data missing", "index garbage"])

@@ -4,6 +4,7 @@ import os
 import pytest
 
 from albert_tf import AlbertConfig
+from albert_tf import files
 from albert_tf.errors import AlbertConfigError
 from conftest import REPO
 
@@ -43,6 +44,15 @@ def test_google_legacy_keys_are_kept_on_round_trip(tmp_path):
   config.to_json_file(str(out))
   assert json.loads(out.read_text()) == values
   assert AlbertConfig.from_json_file(str(out)) == config
+
+
+def test_a_config_in_a_bucket_is_written_whole_and_read_back(bucket):
+  config = AlbertConfig.from_dict(base_values())
+  config.to_json_file(f"{bucket}/cfg.json")
+  assert files.list_folder(bucket) == ["cfg.json"]  # no partial file left beside it
+  assert AlbertConfig.from_json_file(f"{bucket}/cfg.json") == config
+  with pytest.raises(FileNotFoundError, match=f"ALBERT config file not found: {bucket}/nope.json"):
+    AlbertConfig.from_json_file(f"{bucket}/nope.json")
 
 
 def test_reads_hugging_face_config_json(tmp_path):

@@ -2,7 +2,6 @@
 
 import os
 import re
-import shutil
 import sys
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf import files
 from albert_tf.errors import CheckpointMismatchError, DataError
 from albert_tf.interop import conversion
 from albert_tf.interop import huggingface
@@ -500,25 +500,29 @@ def test_build_model_for_checkpoint_builds_what_the_checkpoint_holds(tmp_path):
 # --- The tool, and pretraining from a converted checkpoint ------------------------------------------------
 
 @requires_shared(SP8K_MODEL)
-def test_tool_converts_googles_release_layout_and_refuses_to_overwrite(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_tool_converts_googles_release_layout_and_refuses_to_overwrite(tmp_path, bucket, where):
   config = tiny_config(vocab_size=8000)
   values = random_values(google_shapes(config, True))
-  write_google_checkpoint(tmp_path / "albert_base", values, config)
-  shutil.copyfile(SP8K_MODEL, tmp_path / "albert_base" / "30k-clean.model")
-  out = tmp_path / "out"
-  flags = ["--source_format=google", f"--source={tmp_path / 'albert_base'}", f"--output_dir={out}"]
-  result = run_tool("convert_checkpoint", *flags)
+  root = str(tmp_path) if where == "local" else bucket
+  write_google_checkpoint(f"{root}/albert_base", values, config)
+  files.copy_file(SP8K_MODEL, f"{root}/albert_base/30k-clean.model")
+  out = f"{root}/out"
+  flags = ["--source_format=google", f"--source={root}/albert_base", f"--output_dir={out}"]
+  (tmp_path / "work").mkdir()
+  result = run_tool("convert_checkpoint", *flags, cwd=tmp_path / "work")
   assert result.returncode == 0, result.stderr
   assert f"encoder, masked-LM head, sentence-order head ({len(values)} tensors)" in result.stdout
   assert f"Ignored: 1 global_step, {2 * len(values)} optimizer slots." in result.stdout
-  assert sorted(os.listdir(out)) == ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
-                                     "model.ckpt.index", "spiece.model", "spiece.tokenizer_options.json"]
+  assert files.list_folder(out) == ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
+                                    "model.ckpt.index", "spiece.model", "spiece.tokenizer_options.json"]
+  assert os.listdir(tmp_path / "work") == []
   # Google's release has no record of its options: its defaults are recorded, and said to be.
   assert ("Tokenizer options --do_lower_case=true --keep_accents=false (from Google's defaults), recorded beside "
           "spiece.model") in result.stdout
-  assert options_lib.read_options(str(out / "spiece.model")) == options_lib.TokenizerOptions()
-  written_config = albert_tf.AlbertConfig.from_json_file(str(out / "albert_config.json"))
-  model, _ = build_model_for_checkpoint(written_config, str(out))
+  assert options_lib.read_options(f"{out}/spiece.model") == options_lib.TokenizerOptions()
+  written_config = albert_tf.AlbertConfig.from_json_file(f"{out}/albert_config.json")
+  model, _ = build_model_for_checkpoint(written_config, out)
   query = "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel"
   np.testing.assert_array_equal(model.encoder.groups[0][0].query.kernel.numpy(), values[query])
   np.testing.assert_array_equal(model.masked_lm_head.output_bias.numpy(),
@@ -579,21 +583,38 @@ def test_init_with_a_mismatch_inside_the_parts_present_restores_nothing(tmp_path
     np.testing.assert_array_equal(value, variable.numpy())
 
 
-def test_tool_converts_a_hugging_face_folder(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_tool_converts_a_hugging_face_folder(tmp_path, bucket, monkeypatch, where):
+  """On local disk, and from a folder in a bucket to a folder in a bucket: published whole, the checkpoint's index
+  last, with nothing written to local disk instead."""
   model = hf_model("AlbertForPreTraining")
   model.save_pretrained(str(tmp_path / "hf"))
-  out = tmp_path / "out"
-  flags = ["--source_format=hf", f"--source={tmp_path / 'hf'}", f"--output_dir={out}"]
-  result = run_tool("convert_checkpoint", *flags)
+  root = str(tmp_path) if where == "local" else bucket
+  if where == "bucket":
+    for name in os.listdir(tmp_path / "hf"):
+      files.copy_file(str(tmp_path / "hf" / name), f"{bucket}/hf/{name}")
+  written = []
+  write = files.write_atomically
+  monkeypatch.setattr(files, "write_atomically", lambda path, content: written.append(path) or write(path, content))
+  (tmp_path / "work").mkdir()
+  out = f"{root}/out"
+  flags = ["--source_format=hf", f"--source={root}/hf", f"--output_dir={out}"]
+  result = run_tool("convert_checkpoint", *flags, cwd=tmp_path / "work")
   assert result.returncode == 0, result.stderr
   assert "encoder, masked-LM head, sentence-order head" in result.stdout
-  assert sorted(os.listdir(out)) == ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
-                                     "model.ckpt.index"]
-  config = albert_tf.AlbertConfig.from_json_file(str(out / "albert_config.json"))
+  names = ["albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001", "model.ckpt.index"]
+  assert files.list_folder(out) == names and os.listdir(tmp_path / "work") == []
+  if where == "bucket":
+    uploaded = [path for path in written if path.startswith(bucket)]
+    assert sorted(uploaded) == [f"{out}/{name}" for name in names] and uploaded[-1] == f"{out}/model.ckpt.index"
+  with files.local_copy(out) as local_out:
+    # The `checkpoint` file names the checkpoint relative to its folder, wherever the folder was written or copied.
+    assert tf.train.latest_checkpoint(local_out) == os.path.join(local_out, "model.ckpt")
+    config = albert_tf.AlbertConfig.from_json_file(os.path.join(local_out, "albert_config.json"))
+    converted, _ = build_model_for_checkpoint(config, local_out)
   assert (config.num_hidden_groups, config.embedding_size, config.vocab_size) == (2, 16, 120)
-  converted, _ = build_model_for_checkpoint(config, str(out))
   batch = padded_batch(config.vocab_size)
-  assert_close("hf tool", our_outputs(converted, batch), hf_outputs(model, batch))
+  assert_close(f"hf tool ({where})", our_outputs(converted, batch), hf_outputs(model, batch))
   again = run_tool("convert_checkpoint", *flags)
   assert again.returncode == 2 and "already holds model.ckpt" in again.stderr and "Traceback" not in again.stderr
 

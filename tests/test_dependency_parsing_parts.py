@@ -4,6 +4,7 @@ layers."""
 
 import itertools
 import os
+import pathlib
 import re
 
 import numpy as np
@@ -12,10 +13,12 @@ from sklearn.metrics import f1_score
 import tensorflow as tf
 import tf_keras
 
+from albert_tf import files
 from albert_tf.errors import DataError, OptionError
 from albert_tf.tasks.dependency_parsing import data, decoding, metrics
 from albert_tf.tasks.dependency_parsing.layers import (MASKED_ARC_SCORE, BiaffineArcScorer,
                                                        BiaffineLabelScorer, word_representations)
+from albert_tf.tasks.dependency_parsing.objective import DependencyParsingObjective
 from albert_tf.training import loop
 from conftest import SHARED, requires_shared, write
 
@@ -61,11 +64,18 @@ def test_the_real_klue_dev_file_reads_into_single_root_trees(klue_dev):
   assert data.label_list("klue-dp", klue_dev) == list(data.KLUE_DP_LABELS)
 
 
-def test_klue_layout_comments_are_not_sentence_headers(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_klue_layout_comments_are_not_sentence_headers(tmp_path, where, bucket):
   second = ["## klue-dp-x_00001\t철수가 밥을", "1\t철수가\t철수 가\tNNP+JKS\t2\tNP_SBJ",
             "2\t밥을\t밥 을\tNNG+JKO\t0\tVP"]
-  path = write(tmp_path / "dp.tsv", KLUE_LAYOUT_COMMENTS + KLUE_SENTENCE + ["", ""] + second)
+  root = f"{bucket if where == 'bucket' else tmp_path}/klue"  # --data_dir=gs://... too
+  with files.staged_folder(root) as staging:
+    write(pathlib.Path(staging, "klue-dp-v1.1", "klue-dp-v1.1_dev.tsv"),
+          KLUE_LAYOUT_COMMENTS + KLUE_SENTENCE + ["", ""] + second)
+  path = f"{root}/klue-dp-v1.1/klue-dp-v1.1_dev.tsv"
   examples = data.read_parse_examples(path, "klue-dp")
+  # The download's folder in --data_dir; the test split reads the dev file.
+  assert DependencyParsingObjective(None, "klue-dp").read_examples(root, "test") == examples
   assert [example.heads for example in examples] == [(3, 3, 0), (2, 0)]
   assert examples[0] == data.ParseExample("klue-dp-x_00000", ("철수가", "밥을", "먹었다."),
                                           ("철수 가", "밥 을", "먹 었 다 ."), ("NNP+JKS", "NNG+JKO", "VV+EP+EF+SF"),

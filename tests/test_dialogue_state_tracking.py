@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.errors import TaskError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
@@ -61,11 +62,16 @@ def test_the_real_ontology_reads_as_wos_45_slots_in_5_domains(ontology):
   assert len(ontology.values[ontology.slots.index("식당-예약 시간")]) == 641
 
 
-def test_the_reader_makes_an_example_of_each_user_turn(tmp_path, ontology):
-  folder = write_wos(str(tmp_path), 6, 2, seed=3)
-  path = os.path.join(folder, "wos-v1.1_train.json")
-  records = json.load(open(path, encoding="utf-8"))
-  examples = data.read_dialogues(path, ontology)
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_the_reader_makes_an_example_of_each_user_turn(tmp_path, ontology, where, bucket):
+  root = f"{bucket if where == 'bucket' else tmp_path}/wos"  # --data_dir=gs://... too
+  with files.staged_folder(root) as staging:
+    write_wos(staging, 6, 2, seed=3)
+    records = json.load(open(os.path.join(staging, "wos-v1.1_train.json"), encoding="utf-8"))
+  examples = data.read_dialogues(f"{root}/wos-v1.1_train.json", ontology)
+  # --data_dir's dialogues, with the ontology.json beside them.
+  objective = DialogueStateTrackingObjective(None)
+  assert objective.read_examples(root, "train") == examples and objective.ontology == ontology
   expected = [(f"{record['guid']}-{k}", turn["state"]) for record in records
               for k, turn in enumerate(t for t in record["dialogue"] if t["role"] == "user")]
   assert [(example.guid, list(example.state)) for example in examples] == expected

@@ -1,7 +1,9 @@
 """Sentence encoders by cross-lingual distillation: parallel files, teachers, the loss, retrieval, the tool."""
 
+import io
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +11,8 @@ import scipy.stats
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.errors import DataError, OptionError, TaskError
+from albert_tf import files
+from albert_tf.errors import DataError, InputFileError, OptionError, TaskError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.serving import saved_model
 from albert_tf.tasks.classification import catalogue
@@ -68,10 +71,18 @@ def test_retrieval_accuracy_is_top1_among_all_candidates():
   assert distillation.retrieval_accuracy(queries, candidates, ["a", "b", "b", "d", "e", "f"]) == 1.0
 
 
-def test_npy_teachers_are_checked_and_normalised(tmp_path):
+def save_npy(path, array):
+  """`np.save` to a local or bucket path."""
+  buffer = io.BytesIO()
+  np.save(buffer, array)
+  files.write_atomically(path, buffer.getvalue())
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_npy_teachers_are_checked_and_normalised(tmp_path, where, bucket):
   sources = ["one", "two", "three"]
-  path = str(tmp_path / "teacher.npy")
-  np.save(path, 3 * unit_rows(3, 16))
+  path = f"{bucket if where == 'bucket' else tmp_path}/teacher.npy"  # --teacher=gs://... too
+  save_npy(path, 3 * unit_rows(3, 16))
   np.testing.assert_allclose(distillation.teacher_embeddings(path, sources, 16, None), unit_rows(3, 16), atol=1e-6)
   with pytest.raises(OptionError, match=r"size 16; the student's are of size 32 \(its hidden_size\). Set "
                                         r"--projection_dim=16"):
@@ -80,9 +91,11 @@ def test_npy_teachers_are_checked_and_normalised(tmp_path):
     distillation.teacher_embeddings(path, sources, 24, 24)
   with pytest.raises(DataError, match=r"shape \[3, 16\]; distillation needs floats of shape \[2, D\]"):
     distillation.teacher_embeddings(path, sources[:2], 16, None)
-  np.save(path, np.full([3, 16], np.nan, np.float32))
+  save_npy(path, np.full([3, 16], np.nan, np.float32))
   with pytest.raises(DataError, match="NaN or infinite"):
     distillation.teacher_embeddings(path, sources, 16, None)
+  with pytest.raises(InputFileError, match=re.escape(f"--teacher file not found: {path}.missing.npy")):
+    distillation.teacher_embeddings(f"{path}.missing.npy", sources, 16, None)
 
 
 def sts_dev_file(directory, count=8):

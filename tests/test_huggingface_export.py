@@ -11,6 +11,7 @@ import torch
 import transformers
 
 import albert_tf
+from albert_tf import files
 from albert_tf.errors import OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.huggingface import export_to_hf
@@ -110,7 +111,8 @@ def test_albert_model_loads_backbone_without_missing_weights(tiny_export):
 
 
 @requires_shared(SP8K_MODEL)
-def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path):
+def test_export_tool_writes_a_folder_to_a_bucket_that_transformers_loads_with_tokenizer(tmp_path, bucket,
+                                                                                       monkeypatch):
   config = albert_tf.AlbertConfig(vocab_size=8000, hidden_size=32, num_hidden_layers=2,
                                   num_attention_heads=2, intermediate_size=40, embedding_size=16)
   config_file = tmp_path / "albert_config.json"
@@ -119,28 +121,37 @@ def test_export_tool_writes_a_folder_transformers_loads_with_tokenizer(tmp_path)
   model(model.dummy_inputs())
   randomize(model, scale=0.1)
   save_checkpoint(model, str(tmp_path / "run" / "ckpt-3"))
-  out = tmp_path / "hf"
+  written = []
+  write = files.write_atomically
+  monkeypatch.setattr(files, "write_atomically", lambda path, content: written.append(path) or write(path, content))
+  (tmp_path / "work").mkdir()
   result = run_tool("export_hf", f"--albert_config_file={config_file}", f"--checkpoint={tmp_path / 'run'}",
-                    f"--spm_model_file={SP8K_MODEL}", "--keep_accents", f"--output_dir={out}")
+                    f"--spm_model_file={SP8K_MODEL}", "--keep_accents", f"--output_dir={bucket}/hf",
+                    cwd=tmp_path / "work")
   assert result.returncode == 0, result.stderr
-  assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "special_tokens_map.json",
-                                     "spiece.model", "spiece.tokenizer_options.json", "tokenizer.json",
-                                     "tokenizer_config.json"]
+  names = ["config.json", "model.safetensors", "special_tokens_map.json", "spiece.model",
+           "spiece.tokenizer_options.json", "tokenizer.json", "tokenizer_config.json"]
+  assert files.list_folder(f"{bucket}/hf") == names
+  # Uploaded whole, the file transformers reads first last; nothing written to local disk instead.
+  uploaded = [path for path in written if path.startswith(bucket)]
+  assert sorted(uploaded) == [f"{bucket}/hf/{name}" for name in names] and uploaded[-1] == f"{bucket}/hf/config.json"
+  assert os.listdir(tmp_path / "work") == []
 
-  ours = SentencePieceTokenizer(SP8K_MODEL, do_lower_case=True, keep_accents=True)
-  theirs = transformers.AlbertTokenizer.from_pretrained(str(out))
-  lines = corpus_lines("en_wiki.txt", 400) + corpus_lines("ko_libreoffice_help.txt", 400)
-  lines += ["대한민국의 수도는[MASK]이다.", "The capital of France is [MASK].", "It costs 1,000 or 3.0, won."]
-  for line in lines:
-    assert theirs(line, add_special_tokens=False)["input_ids"] == ours.encode(line), line
-  pair = theirs("첫 문장", "second one")["input_ids"]
-  assert pair == [ours.cls_id] + ours.encode("첫 문장") + [ours.sep_id] + ours.encode("second one") + [ours.sep_id]
+  with files.local_copy(f"{bucket}/hf") as out:
+    ours = SentencePieceTokenizer(SP8K_MODEL, do_lower_case=True, keep_accents=True)
+    theirs = transformers.AlbertTokenizer.from_pretrained(out)
+    lines = corpus_lines("en_wiki.txt", 400) + corpus_lines("ko_libreoffice_help.txt", 400)
+    lines += ["대한민국의 수도는[MASK]이다.", "The capital of France is [MASK].", "It costs 1,000 or 3.0, won."]
+    for line in lines:
+      assert theirs(line, add_special_tokens=False)["input_ids"] == ours.encode(line), line
+    pair = theirs("첫 문장", "second one")["input_ids"]
+    assert pair == [ours.cls_id] + ours.encode("첫 문장") + [ours.sep_id] + ours.encode("second one") + [ours.sep_id]
 
-  batch = padded_batch(config.vocab_size)
-  ours = dict(model(batch), **model.encoder(batch))
-  for key, value in hf_outputs(str(out), batch).items():
-    np.testing.assert_allclose(value, ours[key], atol=1e-4, rtol=0, err_msg=key)
-  assert transformers.AlbertConfig.from_pretrained(str(out)).vocab_size == 8000
+    batch = padded_batch(config.vocab_size)
+    ours = dict(model(batch), **model.encoder(batch))
+    for key, value in hf_outputs(out, batch).items():
+      np.testing.assert_allclose(value, ours[key], atol=1e-4, rtol=0, err_msg=key)
+    assert transformers.AlbertConfig.from_pretrained(out).vocab_size == 8000
 
 
 def train_vocabulary(tmp_path, name, lines, vocab_size, **options):

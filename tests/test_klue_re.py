@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 from sklearn import metrics as sklearn_metrics
 
+from albert_tf import files
 from albert_tf.errors import TaskError
 from albert_tf.tasks.classification import relation_extraction
 from albert_tf.tasks.classification import serving as classifier_serving
@@ -143,12 +144,18 @@ def test_klue_re_is_known_and_scored_by_klues_metrics():
     get_task("klue-re", entity_markers="tags")
 
 
-def test_records_read_as_marked_sentences_with_the_real_relation_list(data):
-  root, records = data
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_records_read_as_marked_sentences_with_the_real_relation_list(data, where, bucket):
+  local, records = data
+  root = str(local)
+  if where == "bucket":  # --data_dir=gs://...
+    root = f"{bucket}/klue"
+    with files.staged_folder(root) as staging:
+      shutil.copytree(local, staging, dirs_exist_ok=True)
   for markers in relation_extraction.ENTITY_MARKERS:
     task = get_task("klue-re", entity_markers=markers)
     for split, file_split in (("train", "train"), ("dev", "dev"), ("test", "dev")):
-      examples = task.read_examples(str(root), split)
+      examples = task.read_examples(root, split)
       assert task.label_list == RELATIONS and len(RELATIONS) == 30
       expected = []
       for record in records[file_split]:
@@ -158,9 +165,9 @@ def test_records_read_as_marked_sentences_with_the_real_relation_list(data):
       assert [(e.guid, e.text_a, e.label) for e in examples] == expected
       assert all(e.text_b is None for e in examples)
     # The folder itself, and one file read as the split (relation_list.json beside it), read the same.
-    assert get_task("klue-re", entity_markers=markers).read_examples(str(root / "klue-re-v1.1"), "dev") == examples
-    assert get_task("klue-re", entity_markers=markers).read_examples(str(root / DEV_FILE), "train") == examples
-  record = json.loads((root / TRAIN_FILE).read_text(encoding="utf-8"))[0]
+    assert get_task("klue-re", entity_markers=markers).read_examples(f"{root}/klue-re-v1.1", "dev") == examples
+    assert get_task("klue-re", entity_markers=markers).read_examples(f"{root}/{DEV_FILE}", "train") == examples
+  record = json.loads((local / TRAIN_FILE).read_text(encoding="utf-8"))[0]
   assert set(record) == {"guid", "sentence", "subject_entity", "object_entity", "label", "source"}
   assert set(record["subject_entity"]) == {"word", "start_idx", "end_idx", "type"}
   assert {r["label"] for r in records["train"]} > {"no_relation", "per:colleagues"}

@@ -4,6 +4,7 @@ read and checked before training, trained, and scored as scikit-learn and SciPy 
 import json
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
 import albert_tf
+from albert_tf import files
 from albert_tf.data import task_readers
 from albert_tf.data.task_readers import Example
 from albert_tf.errors import TaskError
@@ -204,25 +206,30 @@ def test_sts_binary_f1_is_klues_at_a_score_of_3():
 # The official layouts, read.
 
 
-def test_klue_json_files_are_read_by_guid_with_test_reading_dev(korean_dirs):
-  root = korean_dirs["klue-ynat"]
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_klue_json_files_are_read_by_guid_with_test_reading_dev(korean_dirs, where, bucket):
+  local = korean_dirs["klue-ynat"]
+  root = str(local)
+  if where == "bucket":  # --data_dir=gs://...
+    root = f"{bucket}/klue"
+    with files.staged_folder(root) as staging:
+      shutil.copytree(local, staging, dirs_exist_ok=True)
   for name, folder, fields in (("klue-ynat", "ynat-v1.1", ("title", None, "label")),
                                ("klue-nli", "klue-nli-v1.1", ("premise", "hypothesis", "gold_label")),
                                ("klue-sts", "klue-sts-v1.1", ("sentence1", "sentence2", "labels"))):
     task = get_task(name)
-    splits = {split: task.read_examples(str(root), split) for split in task_readers.SPLITS}
+    splits = {split: task.read_examples(root, split) for split in task_readers.SPLITS}
     for split, file_split in (("train", "train"), ("dev", "dev"), ("test", "dev")):
-      path = root / folder / f"{folder}_{file_split}.json"
-      records = json.loads(path.read_text(encoding="utf-8"))
+      records = json.loads((local / folder / f"{folder}_{file_split}.json").read_text(encoding="utf-8"))
       text_a, text_b, label = fields
       assert splits[split] == [Example(record["guid"], record[text_a], record[text_b] if text_b else None,
                                        record[label]["label"] if name == "klue-sts" else record[label])
                                for record in records], (name, split)
       # The task's own folder, and one file read as the split, give the same examples.
-      assert task.read_examples(str(root / folder), split) == splits[split]
-      assert task.read_examples(str(path), split) == splits[split]
+      assert task.read_examples(f"{root}/{folder}", split) == splits[split]
+      assert task.read_examples(f"{root}/{folder}/{folder}_{file_split}.json", split) == splits[split]
     assert splits["test"] == splits["dev"] and len(splits["train"]) == 10 and len(splits["dev"]) == 8
-  sts = get_task("klue-sts").read_examples(str(root), "train")
+  sts = get_task("klue-sts").read_examples(root, "train")
   assert all(isinstance(example.label, float) and 0 <= example.label <= 5 for example in sts)
   assert sts[0].guid == "klue-sts-v1_train_00000"
 

@@ -12,10 +12,12 @@ import collections
 import html.parser
 import json
 import re
+import shutil
 import string
 
 import pytest
 
+from albert_tf import files
 from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import feature_cache
 from albert_tf.tasks.squad import korean_scoring
@@ -135,12 +137,18 @@ def test_the_text_of_html_is_get_texts_up_to_whitespace():
     assert "".join(plain_text(markup).split()) == "".join(text_of(markup).split())
 
 
-def test_a_folder_of_shards_is_one_set_whose_answers_all_map_exactly(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_a_folder_of_shards_is_one_set_whose_answers_all_map_exactly(tmp_path, where, bucket):
   folder = tmp_path / "dev"
   write_korquad2(folder, 10, seed=5, split="dev")
   assert len(list(folder.glob("*.json"))) == 2
+  predict_file = str(folder)
+  if where == "bucket":  # --predict_file=gs://.../dev
+    predict_file = f"{bucket}/dev"
+    with files.staged_folder(predict_file) as staging:
+      shutil.copytree(folder, staging, dirs_exist_ok=True)
   examples, dataset, skipped = squad_examples.read_squad_examples(
-      str(folder), is_training=False, version_2_with_negative=False, layout=KORQUAD2.layout, reader=KORQUAD2.reader)
+      predict_file, is_training=False, version_2_with_negative=False, layout=KORQUAD2.layout, reader=KORQUAD2.reader)
   pages = shard_pages(folder)
   assert skipped == 0 and len(examples) == 30
   assert [example.qas_id for example in examples] == [qa["id"] for page in pages for qa in page["qas"]]
@@ -162,7 +170,7 @@ def test_a_folder_of_shards_is_one_set_whose_answers_all_map_exactly(tmp_path):
       assert written in gold and "".join(text_of(written).split()) == "".join(text_of(gold).split())
   kinds = collections.Counter(qa["answer"]["text"][:4] for page in pages for qa in page["qas"])
   assert kinds["<td>"] == kinds["<li>"] == 10
-  training, _, _ = squad_examples.read_squad_examples(str(folder), True, False, KORQUAD2.layout, KORQUAD2.reader)
+  training, _, _ = squad_examples.read_squad_examples(predict_file, True, False, KORQUAD2.layout, KORQUAD2.reader)
   assert training == examples and all(example.context_source is None for example in training)
 
 

@@ -111,3 +111,59 @@ def test_every_error_we_raise_for_bad_input_is_an_albert_error():
                               (CheckpointMismatchError, ValueError), (InputFileError, FileNotFoundError),
                               (TrainingError, RuntimeError)):
     assert issubclass(error_type, AlbertError) and issubclass(error_type, builtin)
+
+
+# What touches files: the OS's file functions and TensorFlow's. Outside `albert_tf/files.py` they would miss a
+# bucket path (or, for gfile, its errors), so every module reads and writes through that module instead.
+_FILE_CALLS = {("os", name) for name in ("listdir", "makedirs", "mkdir", "remove", "unlink", "rmdir", "replace",
+                                         "rename", "scandir", "walk", "stat")}
+_FILE_CALLS |= {("os.path", name) for name in ("exists", "lexists", "isdir", "isfile", "islink", "getsize")}
+_FILE_CALLS |= {("glob", "glob"), ("glob", "iglob"), ("gzip", "open"), ("io", "open")}
+_FILE_MODULES = ("shutil", "tempfile", "tf.io.gfile", "pathlib")
+# Calls on paths that are not a user's: the process's stderr and the driver's device files.
+_FILE_CALLS_ALLOWED = {
+    ("albert_tf/cli/__init__.py", "os.path.exists"),  # /proc/driver/nvidia: is there a GPU driver
+    ("albert_tf/cli/__init__.py", "tempfile.TemporaryFile"),  # captures file descriptor 2
+    ("albert_tf/cli/__init__.py", "open"),  # reopens file descriptor 2
+}
+
+
+def _dotted(node) -> str:
+  return f"{_dotted(node.value)}.{node.attr}" if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def file_calls(path: str):
+  """(line, call) of each call of `path` that touches a file other than through albert_tf.files."""
+  for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+    if not isinstance(node, ast.Call):
+      continue
+    name = _dotted(node.func)
+    module, _, function = name.rpartition(".")
+    if name == "open" or (module, function) in _FILE_CALLS or module.startswith(_FILE_MODULES) \
+        or name.startswith(_FILE_MODULES):
+      yield node.lineno, name
+
+
+def test_only_the_files_module_touches_files():
+  violations, checked = [], 0
+  for folder in ("albert_tf", "tools"):
+    for directory, _, names in os.walk(os.path.join(REPO, folder)):
+      for name in names:
+        relative = os.path.relpath(os.path.join(directory, name), REPO)
+        if not name.endswith(".py") or relative == os.path.join("albert_tf", "files.py"):
+          continue
+        checked += 1
+        violations += [f"{relative}:{line} {call}" for line, call in file_calls(os.path.join(REPO, relative))
+                       if (relative, call) not in _FILE_CALLS_ALLOWED]
+  assert checked > 100
+  assert not violations, "use albert_tf.files instead:\n" + "\n".join(violations)
+
+
+def test_every_tools_help_says_its_paths_may_be_buckets():
+  # absl prints a tool's docstring atop its --help; every file flag takes a bucket path, as Google's tools do.
+  tools = sorted(name for name in os.listdir(os.path.join(REPO, "tools")) if name.endswith(".py")
+                 and name != "__init__.py")
+  silent = [name for name in tools if "Every path may be in a bucket (gs://"
+            not in ast.get_docstring(ast.parse(open(os.path.join(REPO, "tools", name), encoding="utf-8").read()))
+            .replace("\n", " ")]
+  assert len(tools) == 20 and not silent

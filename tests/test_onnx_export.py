@@ -14,6 +14,7 @@ import tokenizers
 import transformers
 
 import albert_tf
+from albert_tf import files
 from albert_tf.errors import DataError
 from albert_tf.serving import onnx_export, saved_model
 from albert_tf.tasks.classification.model import AlbertClassifier
@@ -89,31 +90,44 @@ def test_text_pairs_tokenized_by_transformers_get_the_saved_models_probabilities
     assert ours.type_ids == encoded["token_type_ids"][row, :length].tolist()
 
 
-def test_an_encoders_outputs_match_serving_default_at_two_lengths_through_the_tool(tmp_path):
-  """The tool over an earlier export: refused without --overwrite (the old file stays), replaced with it; the ONNX
-  model takes any batch and length, as serving_default does."""
+def test_an_encoder_in_a_bucket_converts_to_a_bucket_and_matches_serving_default_at_two_lengths(tmp_path, bucket,
+                                                                                               monkeypatch):
+  """The SavedModel exported to a bucket and the tool over an earlier export there: refused without --overwrite (the
+  old file stays), replaced with it; each folder uploaded whole, the file that marks it complete last, and nothing
+  written to local disk instead. The ONNX model takes any batch and length, as serving_default does."""
   model = albert_tf.AlbertEncoder(tiny_config(vocab_size=8000, num_hidden_layers=2))
   model(model.dummy_inputs())
   randomize_text_sensitive(model, 4)
+  written = []
+  write = files.write_atomically
+  monkeypatch.setattr(files, "write_atomically", lambda path, content: written.append(path) or write(path, content))
+  (tmp_path / "work").mkdir()
+  monkeypatch.chdir(tmp_path / "work")
   # keep_accents: the other tokenizer setting (one way of writing the files, nothing to compile).
-  version_dir = saved_model.export_saved_model(model, str(tmp_path / "saved"), SP8K_MODEL, 64, keep_accents=True)
-  out = tmp_path / "onnx"
-  out.mkdir()
-  (out / "model.onnx").write_bytes(b"an earlier export")
+  version_dir = saved_model.export_saved_model(model, f"{bucket}/saved", SP8K_MODEL, 64, keep_accents=True)
+  assert version_dir == f"{bucket}/saved/1" and written[-1] == f"{version_dir}/saved_model.pb"
+  assert {"assets", "saved_model.pb", "variables"} <= set(files.list_folder(version_dir))
+  out = f"{bucket}/onnx"
+  files.write_atomically(f"{out}/model.onnx", b"an earlier export")
   refused = run_tool("export_onnx", f"--saved_model_dir={version_dir}", f"--output_dir={out}")
   assert refused.returncode == 2 and "already holds model.onnx; pass --overwrite" in refused.stderr
-  assert listing(out) == {".": None, "model.onnx": b"an earlier export"}
+  assert files.list_folder(out) == ["model.onnx"] and files.read_bytes(f"{out}/model.onnx") == b"an earlier export"
 
+  del written[:]
   result = run_tool("export_onnx", f"--saved_model_dir={version_dir}", f"--output_dir={out}", "--overwrite")
   assert result.returncode == 0, result.stderr
-  assert sorted(os.listdir(out)) == FOLDER_FILES
+  assert files.list_folder(out) == FOLDER_FILES
+  uploaded = [path for path in written if path.startswith(out)]
+  assert sorted(uploaded) == [f"{out}/{name}" for name in FOLDER_FILES] and uploaded[-1] == f"{out}/model.onnx"
+  assert os.listdir(tmp_path / "work") == []
   assert "max |diff| pooled_output" in result.stdout and "AutoTokenizer 100.00%" in result.stdout
   assert "WARNING" not in result.stderr
-  inputs = onnx.load(str(out / "model.onnx")).graph.input
+  with files.local_copy(out) as local_out:
+    inputs = onnx.load(os.path.join(local_out, "model.onnx")).graph.input
+    onnx_session = session(local_out)
   assert {value.name: [dim.dim_param for dim in value.type.tensor_type.shape.dim] for value in inputs} == {
       name: ["batch", "sequence"] for name in ("input_word_ids", "input_mask", "input_type_ids")}
 
-  onnx_session = session(str(out))
   serving_default = tf.saved_model.load(version_dir).signatures["serving_default"]
   for batch_size, seq_length in ((3, 11), (2, 40)):
     batch = padded_batch(8000, batch_size=batch_size, seq_length=seq_length, seed=seq_length)

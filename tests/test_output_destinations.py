@@ -5,6 +5,7 @@ errors that used to leave empty folders (or hang a pool of workers) behind."""
 import os
 
 import pytest
+import tensorflow as tf
 
 import albert_tf
 from albert_tf import workers
@@ -112,6 +113,45 @@ def test_a_destination_under_a_regular_file_is_refused_before_any_work(tool, tmp
   # train_sentencepiece names the first file of its prefix: name.model.
   assert destination in line and line.endswith(f"cannot be written: {tmp_path / 'blocker'} is a file, not a folder.")
   assert os.listdir(tmp_path) == ["blocker"]
+
+
+@pytest.mark.parametrize("tool", ["prepare_corpus", "create_pretraining_data", "train_sentencepiece", "extend_vocab",
+                                  "export_hf", "convert_checkpoint", "vocab_report", "demo", "run_pretraining",
+                                  "run_classifier"])
+def test_a_destination_in_a_bucket_that_does_not_exist_is_refused_before_any_work(tool, tmp_path, text, vocabulary,
+                                                                                   checkpoint, records, bucket):
+  destination = "ram://no-such-bucket/out/name"  # `bucket` patches in GCS's answers; this one was never made
+  command = tool_runs(tmp_path, text, vocabulary, checkpoint, records)[tool](destination)
+  line = error_line(run_tool(*command, cwd=tmp_path))
+  assert destination in line and "the bucket ram://no-such-bucket does not exist (or this account cannot see it); " \
+      "create it, or correct the path, or authenticate with `gcloud auth application-default login`" in line, line
+  assert not tf.io.gfile.exists("ram://no-such-bucket") and os.listdir(tmp_path) == []
+
+
+def test_a_bucket_that_refuses_the_credentials_or_cannot_be_reached_is_one_line_before_any_work(
+    tmp_path, text, vocabulary, checkpoint, records, bucket, monkeypatch):
+  exists = tf.io.gfile.exists
+
+  def refusing(path):
+    if path.startswith("ram://locked"):  # what GCS answers a caller without the bucket's permission
+      raise tf.errors.PermissionDeniedError(None, None, "Error executing an HTTP request: HTTP response code 403 "
+                                            "with body 'caller does not have storage.objects.get access'")
+    return exists(path)
+
+  monkeypatch.setattr(tf.io.gfile, "exists", refusing)
+  runs = tool_runs(tmp_path, text, vocabulary, checkpoint, records)
+  line = error_line(run_tool(*runs["run_pretraining"]("ram://locked/run"), cwd=tmp_path))
+  assert line.startswith("error: --output_dir ram://locked/run: access refused (Error executing an HTTP request: "
+                         "HTTP response code 403") and line.endswith(
+      "authenticate with `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a "
+      "service account's key file) with an account that may use the bucket."), line
+  # No network here: the name of TensorFlow's GCS endpoint cannot be looked up (with one and no credentials, the
+  # bucket refuses, as above). An input is read before any work.
+  command = [flag if not flag.startswith("--input_file=") else "--input_file=gs://albert-tf-test-no-such-bucket/a.txt"
+             for flag in runs["create_pretraining_data"](str(tmp_path / "out.tfrecord"))]
+  line = error_line(run_tool(*command, cwd=tmp_path))
+  assert line.startswith("error: gs://albert-tf-test-no-such-bucket/a.txt: ") and "gcloud auth" in line, line
+  assert os.listdir(tmp_path) == []
 
 
 # What each tool finds already there, and the one file of its output that stands for the rest.

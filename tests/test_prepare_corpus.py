@@ -9,6 +9,7 @@ import unicodedata
 
 import pytest
 
+from albert_tf import files as albert_files
 from albert_tf.data import corpus_preparation
 from albert_tf.data import corpus_preparation_beam
 from albert_tf.data.corpus_preparation import PreparationOptions, prepare_corpus
@@ -248,3 +249,44 @@ def test_options_are_checked_before_any_work(tmp_path):
   assert result.returncode == 2 and "--num_shards numbers the shards after one --output_file" in result.stderr
   assert corpus_preparation.shard_file_names("out/ko.txt", 2) == ["out/ko-00000-of-00002.txt",
                                                                    "out/ko-00001-of-00002.txt"]
+
+
+@requires_shared(CORPUS)
+def test_the_tool_reads_and_writes_a_bucket_as_local_disk_and_an_interrupted_run_leaves_nothing(bucket, tmp_path,
+                                                                                             monkeypatch):
+  """Gzipped JSON lines in the bucket, and the shards, one of them empty: the bytes of the same run on local disk,
+  and nothing in the working folder; interrupted while the shards move into place, the run leaves no shard,
+  partial file or folder in the bucket."""
+  planted_corpus(tmp_path)
+  work = tmp_path / "work"
+  work.mkdir()
+  albert_files.copy_file(str(tmp_path / "raw" / "c.jsonl.gz"), f"{bucket}/raw/c.jsonl.gz")
+
+  def run(raw, output_dir):
+    return run_tool("prepare_corpus", f"--input_file={raw}/*.gz", "--input_format=jsonl", "--text_field=body",
+                    "--language=en", f"--output_file={output_dir}/corpus.txt", "--num_shards=6", "--num_workers=1",
+                    cwd=work)
+
+  assert run(tmp_path / "raw", tmp_path / "out").returncode == 0
+  result = run(f"{bucket}/raw", f"{bucket}/out")
+  assert result.returncode == 0, result.stderr
+  names = sorted(os.listdir(tmp_path / "out"))
+  local_bytes = [(tmp_path / "out" / name).read_bytes() for name in names]
+  assert albert_files.list_folder(f"{bucket}/out") == names
+  assert [albert_files.read_bytes(f"{bucket}/out/{name}") for name in names] == local_bytes
+  assert local_bytes[-1] == b"" and all(local_bytes[:-1])  # 5 documents, 6 shards
+  assert os.listdir(work) == []
+
+  rename = albert_files.rename
+  interrupted = []
+
+  def interrupted_rename(source, destination, overwrite=True):
+    if not destination.endswith("-00000-of-00006.txt"):
+      interrupted.append(destination)
+      raise KeyboardInterrupt
+    rename(source, destination, overwrite)
+
+  monkeypatch.setattr(albert_files, "rename", interrupted_rename)
+  result = run(f"{bucket}/raw", f"{bucket}/again")
+  assert result.returncode == 130 and interrupted, result.stderr
+  assert not albert_files.exists(f"{bucket}/again") and os.listdir(work) == []

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.data import pretraining_writer as pd
 from albert_tf.data.example_encoding import FEATURE_NAMES
 from albert_tf.data.instances import InstanceOptions
@@ -671,3 +672,47 @@ def test_a_full_disk_is_one_error_and_leaves_nothing(tmp_path, memory_flag, fail
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith("error: Could not write") and failing_write in last and "File too large" in last, last
   assert os.listdir(tmp_path) == ["a.tfrecord"] and existing.read_bytes() == b"an earlier output"
+
+
+def test_a_run_in_a_bucket_writes_the_bytes_of_a_local_run_and_an_interrupted_one_leaves_nothing(bucket, tmp_path,
+                                                                                               monkeypatch):
+  """Corpus, vocabulary and outputs in the bucket (the spill files on local disk, then gone): the bytes of the
+  same run on local disk, nothing in the working folder; interrupted while the shards move into place (a rename
+  on a bucket is a copy), the run leaves no shard, partial file or folder in the bucket."""
+  local, work = tmp_path / "local", tmp_path / "work"
+  local.mkdir()
+  work.mkdir()
+  corpus = corpus_head(local, "ko_libreoffice_help.txt", 400)
+  for source, destination in [(corpus, "corpus/ko.txt"), (SP8K_MODEL, "vocab/sp.model"),
+                              (SP8K_MODEL.replace(".model", ".vocab"), "vocab/sp.vocab")]:
+    files.copy_file(source, f"{bucket}/{destination}")
+  flags = ["--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2", "--num_workers=1",
+           "--eval_fraction=0.2", "--nodo_lower_case"]
+
+  def run(corpus, vocab, output_dir):
+    return run_tool("create_pretraining_data", f"--input_file={corpus}", f"--spm_model_file={vocab}.model",
+                    f"--vocab_file={vocab}.vocab", f"--output_file={output_dir}/a.tfrecord,{output_dir}/b.tfrecord",
+                    f"--eval_output_file={output_dir}/eval.tfrecord", *flags, cwd=work)
+
+  assert run(corpus, SP8K_MODEL[:-len(".model")], local / "data").returncode == 0
+  result = run(f"{bucket}/corpus/*.txt", f"{bucket}/vocab/sp", f"{bucket}/data")
+  assert result.returncode == 0, result.stderr
+  names = ["a.tfrecord", "b.tfrecord", "eval.tfrecord"]
+  assert files.list_folder(f"{bucket}/data") == names
+  assert [files.read_bytes(f"{bucket}/data/{name}") for name in names] == file_bytes(
+      [local / "data" / name for name in names])
+  assert os.listdir(work) == []
+
+  rename = files.rename
+  renamed = []
+
+  def interrupted_rename(source, destination, overwrite=True):
+    if renamed:
+      raise KeyboardInterrupt
+    renamed.append(destination)
+    rename(source, destination, overwrite)
+
+  monkeypatch.setattr(files, "rename", interrupted_rename)
+  result = run(f"{bucket}/corpus/*.txt", f"{bucket}/vocab/sp", f"{bucket}/again")
+  assert result.returncode == 130 and renamed, result.stderr
+  assert not files.exists(f"{bucket}/again") and os.listdir(work) == []

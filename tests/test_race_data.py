@@ -1,10 +1,12 @@
 """RACE: both file layouts, Google's qa texts and truncation, and every bad input before anything is written."""
 
 import json
+import pathlib
 import re
 
 import pytest
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.tasks.race.data import RaceExample, race_features, read_race_examples
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
@@ -63,14 +65,19 @@ def at(path, line=None):
   return re.escape(f"{path}, line {line}:" if line else f"{path}:")
 
 
-def test_both_layouts_read_the_same_examples(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_both_layouts_read_the_same_examples(tmp_path, where, bucket):
+  root = f"{bucket if where == 'bucket' else tmp_path}/data"  # --data_dir=gs://... too
   records = split_records()
-  for level, level_records in records.items():
-    write_json_lines(tmp_path / "lines" / "RACE", "train", level, level_records)
-    write_files(tmp_path / "files" / "RACE", "train", level, level_records)
-  from_lines = read_race_examples(str(tmp_path / "lines"), "train")
-  assert from_lines == read_race_examples(str(tmp_path / "files"), "train")
-  assert from_lines == read_race_examples(str(tmp_path / "files" / "RACE"), "train")
+  with files.staged_folder(root) as staging:
+    for level, level_records in records.items():
+      write_json_lines(pathlib.Path(staging, "lines", "RACE"), "train", level, level_records)
+      write_files(pathlib.Path(staging, "files", "RACE"), "train", level, level_records)
+    # A macOS archive's companion of 1.txt, not text, is no article.
+    pathlib.Path(staging, "files", "RACE", "train", "middle", "._1.txt").write_bytes(b"\x00\x05\x16\x07")
+  from_lines = read_race_examples(f"{root}/lines", "train")
+  assert from_lines == read_race_examples(f"{root}/files", "train")
+  assert from_lines == read_race_examples(f"{root}/files/RACE", "train")
 
   assert len(from_lines) == 12 * 3 + 3 * 2
   assert [example.level for example in from_lines] == ["middle"] * 36 + ["high"] * 6
@@ -218,6 +225,9 @@ def test_max_qa_length_must_leave_room_for_the_special_tokens(tokenizer, max_seq
 def test_missing_folders_are_named(tmp_path):
   with pytest.raises(InputFileError, match=re.escape(f"RACE data folder not found: {tmp_path / 'nowhere'}")):
     read_race_examples(str(tmp_path / "nowhere"), "dev")
+  (tmp_path / "all.txt").write_text("")
+  with pytest.raises(InputFileError, match=re.escape(f"RACE data folder {tmp_path / 'all.txt'} is a file")):
+    read_race_examples(str(tmp_path / "all.txt"), "dev")
   with pytest.raises(InputFileError, match=re.escape(f"no RACE/dev in {tmp_path} (looked for {tmp_path / 'dev'})")):
     read_race_examples(str(tmp_path), "dev")
   write_json_lines(tmp_path / "RACE", "dev", "high", split_records()["high"])

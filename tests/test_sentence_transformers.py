@@ -16,8 +16,11 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 from safetensors import numpy as safetensors_numpy
 
 import albert_tf
+from albert_tf import files
 from albert_tf.errors import DataError, OptionError
 from albert_tf.interop import hf_tokenizer
+from albert_tf.interop import huggingface
+from albert_tf.interop import sentence_transformers_folders as st_folders
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.modeling.layers.pooling import POOLING_MODES
@@ -162,6 +165,22 @@ def test_hf_folder_embedder_reads_a_folder_sentence_transformers_wrote(exports, 
   ours = embedder(TEXTS)
   assert np.abs(np.linalg.norm(theirs, axis=1) - 1).max() > 0.1
   np.testing.assert_allclose(ours, theirs, atol=1e-5, rtol=0)
+
+
+def test_a_folder_in_a_bucket_reads_as_its_modules_and_weights(exports, bucket):
+  model, folder = exports[0][("max", PROJECTION_DIM)]
+  for directory, _, names in os.walk(folder):
+    for name in names:
+      path = os.path.join(directory, name)
+      files.copy_file(path, f"{bucket}/st/{os.path.relpath(path, folder)}")
+  modules = st_folders.read_sentence_transformers_head(f"{bucket}/st")
+  assert modules.describe() == f"max pooling, Dense 32→{PROJECTION_DIM} tanh, normalised"
+  assert modules.max_seq_length == MAX_SEQ_LENGTH
+  np.testing.assert_array_equal(modules.dense[0].kernel, model.sentence_head.projection.kernel.numpy())
+  converted = huggingface.convert_hf_folder(f"{bucket}/st")
+  assert converted.spm_model_file == f"{bucket}/st/spiece.model"
+  for ours, read in zip(model.encoder.variables, converted.model.variables, strict=True):
+    np.testing.assert_array_equal(read.numpy(), ours.numpy(), err_msg=ours.name)
 
 
 def test_a_folder_without_modules_is_mean_pooled_and_normalised(exports, tmp_path):

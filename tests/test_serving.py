@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf import files
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import saved_model
 from albert_tf.text.graph_tokenizer import PYTHON_WHITESPACE, GraphTokenizer
@@ -363,12 +365,37 @@ def test_a_version_directory_appears_only_once_complete(tmp_path, monkeypatch):
   monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
   with pytest.raises(KeyboardInterrupt):
     saved_model.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
-  assert seen_while_saving == [[".1.incomplete"]]  # written aside, under a name TF Serving ignores
+  # Written aside, under a name TF Serving ignores.
+  assert [[name.split("-")[0] for name in names] for names in seen_while_saving] == [[".1.incomplete"]]
   assert os.listdir(export_dir) == []  # and removed on failure
   monkeypatch.setattr(tf.saved_model, "save", save)
   path = saved_model.export_saved_model(model, str(export_dir), SP8K_MODEL, 16)
   assert os.listdir(export_dir) == ["1"] and path == str(export_dir / "1")
   assert "serving_default" in tf.saved_model.load(path).signatures
+
+
+@requires_shared(SP8K_MODEL)
+def test_an_export_to_a_bucket_that_fails_leaves_nothing_there_or_on_local_disk(bucket, tmp_path, monkeypatch):
+  """The export is staged on local disk, not beside its place in the bucket (a bucket cannot rename a folder into
+  place), and removed when the saving fails. (tests/test_onnx_export.py exports to a bucket whole.)"""
+  model = albert_tf.AlbertEncoder(tiny_config(vocab_size=8000))
+  model(model.dummy_inputs())
+  (tmp_path / "temp").mkdir()
+  (tmp_path / "work").mkdir()
+  monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+  monkeypatch.chdir(tmp_path / "work")
+  monkeypatch.setattr(saved_model.AlbertServingModule, "signatures", lambda module: {})  # nothing to trace
+
+  def save_cut_short(module, path, signatures, options):
+    with open(os.path.join(path, "saved_model.pb"), "wb") as writer:
+      writer.write(b"the first bytes")
+    raise KeyboardInterrupt("stopped while exporting")
+
+  monkeypatch.setattr(tf.saved_model, "save", save_cut_short)
+  with pytest.raises(KeyboardInterrupt):
+    saved_model.export_saved_model(model, f"{bucket}/albert", SP8K_MODEL, 16)
+  assert files.list_folder(bucket) == []
+  assert os.listdir(tmp_path / "temp") == [] and os.listdir(tmp_path / "work") == []
 
 
 def classifier_run_directory(tmp_path, labels):

@@ -2,10 +2,12 @@
 corpora."""
 
 import json
+import re
 
 import pytest
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import feature_cache
@@ -35,11 +37,10 @@ def question(qas_id, context, answer, occurrence=0, start=None, text=None, **fie
 
 
 def write_squad(path, paragraphs, version="1.1"):
-  """A SQuAD file in the official layout: one article per (context, qas) pair."""
+  """A SQuAD file in the official layout: one article per (context, qas) pair; `path` local or in a bucket."""
   data = [{"title": f"article {index}", "paragraphs": [{"context": context, "qas": qas}]}
           for index, (context, qas) in enumerate(paragraphs)]
-  path.write_text(json.dumps({"version": version, "data": data}, ensure_ascii=False), encoding="utf-8")
-  return str(path)
+  return files.write_atomically(str(path), json.dumps({"version": version, "data": data}, ensure_ascii=False))
 
 
 def features_of(tmp_path, tokenizer, paragraphs, is_training=True, version_2=False, max_seq_length=384,
@@ -240,12 +241,14 @@ def record_values(path):
            .features.feature.items()} for record in tf.data.TFRecordDataset(path).as_numpy_iterator()]
 
 
-@pytest.mark.parametrize("is_training", [True, False])
-def test_the_cache_is_read_when_its_settings_match(tmp_path, tokenizer, capsys, monkeypatch, is_training):
+@pytest.mark.parametrize("is_training, where", [(True, "local"), (False, "local"), (True, "bucket")])
+def test_the_cache_is_read_when_its_settings_match(tmp_path, tokenizer, capsys, monkeypatch, is_training, where,
+                                                   bucket):
+  root = bucket if where == "bucket" else str(tmp_path)  # --train_file=gs://... and its cache beside it
   context = " ".join(EN[:4])
-  input_file = write_squad(tmp_path / "squad.json", [(context, [question("a", context, "voluntary institutions"),
-                                                                 question("b", context, "harmful")])])
-  feature_file, left_file = str(tmp_path / "cache" / "features.tfrecord"), str(tmp_path / "left.jsonl")
+  input_file = write_squad(f"{root}/squad.json", [(context, [question("a", context, "voluntary institutions"),
+                                                              question("b", context, "harmful")])])
+  feature_file, left_file = f"{root}/cache/features.tfrecord", f"{root}/left.jsonl"
   arguments = dict(input_file=input_file, tokenizer=tokenizer, max_seq_length=48, doc_stride=16,
                    max_query_length=8, is_training=is_training, version_2_with_negative=False,
                    feature_file=feature_file, feature_left_file=left_file)
@@ -260,12 +263,12 @@ def test_the_cache_is_read_when_its_settings_match(tmp_path, tokenizer, capsys, 
   for record, feature in zip(records, made.features):
     assert record["p_mask"] == feature.p_mask(48) and record["segment_ids"] == feature.segment_ids(48)
     assert record["unique_ids"] == [feature.unique_id] and len(record["input_ids"]) == 48
-  with open(left_file, encoding="utf-8") as reader:
-    left = [json.loads(line) for line in reader]
+  left = [json.loads(line) for line in files.read_text(left_file).splitlines()]
   assert [line["unique_id"] for line in left] == [f.unique_id for f in made.features]
-  assert made.dataset == json.loads(open(input_file, encoding="utf-8").read())["data"]
-  settings = json.loads((tmp_path / "cache" / "features.tfrecord.json").read_text())
+  assert made.dataset == files.read_json(input_file)["data"]
+  settings = files.read_json(f"{root}/cache/features.tfrecord.json")
   assert settings["doc_stride"] == 16 and settings["num_features"] == len(made.features)
+  assert files.list_folder(f"{root}/cache") == ["features.tfrecord", "features.tfrecord.json"]  # no partial file
 
   # The second call tokenizes nothing.
   monkeypatch.setattr(tokenizer, "tokenize", lambda *args, **kwargs: pytest.fail("tokenized again"))
@@ -372,6 +375,8 @@ def test_missing_file_and_bad_options(tmp_path, tokenizer):
   missing = str(tmp_path / "nowhere.json")
   with pytest.raises(InputFileError, match="nowhere.json"):
     squad_examples.read_squad_examples(missing, True, False)
+  with pytest.raises(InputFileError, match=re.escape(f"SQuAD file {tmp_path} is a folder, not a file")):
+    squad_examples.read_squad_examples(str(tmp_path), True, False)
   input_file = write_squad(tmp_path / "squad.json", [(EN[0], [question("a", EN[0], "political")])])
   feature_file = tmp_path / "features.tfrecord"
   with pytest.raises(OptionError, match=r"max_seq_length \(67\) must exceed max_query_length \+ 3 \(64 \+ 3 = 67\)"):

@@ -1,16 +1,18 @@
 """Fine-tuning tasks: GLUE's real column layouts, the generic TSV task, every bad input before training."""
 
 import os
+import pathlib
 import re
 
 import pytest
 
+from albert_tf import files
 from albert_tf.data import task_readers
 from albert_tf.data.task_readers import Example
 from albert_tf.errors import DataError, TaskError
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
 from albert_tf.tasks.classification.user_tsv import TsvFormat
-from conftest import GLUE_FILES, SHARED, requires_shared, write
+from conftest import GLUE_FILES, SHARED, requires_shared, write, write_glue_data
 
 TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
 
@@ -47,11 +49,21 @@ def at(path, line):
   return re.escape(f"{path}, line {line}:")
 
 
+def glue_data(where, bucket, tmp_path) -> str:
+  """`write_glue_data`'s folder on local disk, or in the `bucket` stand-in for gs:// (Google's --data_dir there)."""
+  root = bucket if where == "bucket" else str(tmp_path)
+  with files.staged_folder(f"{root}/data") as staging:
+    write_glue_data(pathlib.Path(staging))
+  return f"{root}/data/glue_data"
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_glue_processors_read_the_real_layouts(glue_dir, name):
+def test_glue_processors_read_the_real_layouts(where, bucket, tmp_path, name):
+  glue_dir = glue_data(where, bucket, tmp_path)
   folder, counts, first_train, first_test = EXPECTED[name]
   task = get_task(name)
-  splits = {split: task.read_examples(str(glue_dir / folder), split) for split in task_readers.SPLITS}
+  splits = {split: task.read_examples(f"{glue_dir}/{folder}", split) for split in task_readers.SPLITS}
   assert tuple(len(splits[split]) for split in task_readers.SPLITS) == counts
   assert splits["train"][0] == first_train
   assert splits["test"][0] == first_test
@@ -65,8 +77,8 @@ def test_glue_processors_read_the_real_layouts(glue_dir, name):
   assert task.is_pair == (name not in ("cola", "sst-2"))
   assert all(example.label is None for example in splits["test"])
   # Google's --data_dir (the parent of the task folders) and a single file work too.
-  assert task.read_examples(str(glue_dir), "train") == splits["train"]
-  assert task.read_examples(str(glue_dir / folder / "train.tsv"), "train") == splits["train"]
+  assert task.read_examples(glue_dir, "train") == splits["train"]
+  assert task.read_examples(f"{glue_dir}/{folder}/train.tsv", "train") == splits["train"]
 
 
 def test_glue_details(glue_dir):
@@ -247,6 +259,9 @@ def test_missing_files(glue_dir, tmp_path):
   os.remove(glue_dir / "QQP" / "dev.tsv")
   with pytest.raises(FileNotFoundError, match=re.escape(str(glue_dir / "QQP" / "dev.tsv"))):
     get_task("qqp").read_examples(str(glue_dir), "dev")
+  os.mkdir(glue_dir / "QQP" / "dev.tsv")
+  with pytest.raises(FileNotFoundError, match=re.escape(f"{glue_dir / 'QQP' / 'dev.tsv'} is a folder, not a file")):
+    get_task("qqp").read_examples(str(glue_dir), "dev")
   os.remove(glue_dir / "MNLI" / "test_mismatched.tsv")
   with pytest.raises(FileNotFoundError, match=re.escape(str(glue_dir / "MNLI" / "test_mismatched.tsv"))):
     get_task("mnli-mm").read_examples(str(glue_dir / "MNLI"), "test")
@@ -274,21 +289,21 @@ def test_bad_arguments(glue_dir):
   assert binary.label_list == ("0", "1")
 
 
-def test_a_split_file_is_the_first_pattern_that_matches_and_never_a_guess(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_a_split_file_is_the_first_pattern_that_matches_and_never_a_guess(where, bucket, tmp_path):
+  root = bucket if where == "bucket" else str(tmp_path)
   patterns = ["*-ud-train.conllu", "train.conllu"]
-  write(tmp_path / "train.conllu", ["x"])
-  assert task_readers.find_split_file(str(tmp_path), "train", patterns, "conllu") == str(tmp_path / "train.conllu")
-  write(tmp_path / "ko_gsd-ud-train.conllu", ["x"])  # the first pattern comes first
-  assert task_readers.find_split_file(str(tmp_path), "train", patterns, "conllu") == str(
-      tmp_path / "ko_gsd-ud-train.conllu")
-  write(tmp_path / "ko_kaist-ud-train.conllu", ["x"])
+  files.write_atomically(f"{root}/train.conllu", "x\n")
+  assert task_readers.find_split_file(root, "train", patterns, "conllu") == f"{root}/train.conllu"
+  files.write_atomically(f"{root}/ko_gsd-ud-train.conllu", "x\n")  # the first pattern comes first
+  assert task_readers.find_split_file(root, "train", patterns, "conllu") == f"{root}/ko_gsd-ud-train.conllu"
+  files.write_atomically(f"{root}/ko_kaist-ud-train.conllu", "x\n")
   with pytest.raises(TaskError, match=r"several train files \(ko_gsd-ud-train.conllu, ko_kaist-ud-train.conllu\)"):
-    task_readers.find_split_file(str(tmp_path), "train", patterns, "conllu")
+    task_readers.find_split_file(root, "train", patterns, "conllu")
   # A file is read as any split; a folder without the split's file, or no folder, is named.
-  assert task_readers.find_split_file(str(tmp_path / "train.conllu"), "dev", patterns, "conllu") == str(
-      tmp_path / "train.conllu")
+  assert task_readers.find_split_file(f"{root}/train.conllu", "dev", patterns, "conllu") == f"{root}/train.conllu"
   with pytest.raises(FileNotFoundError, match=r"has no dev file of --task_name=conllu: it reads \*-ud-dev.conllu "
                                               r"or dev.conllu"):
-    task_readers.find_split_file(str(tmp_path), "dev", ["*-ud-dev.conllu", "dev.conllu"], "conllu")
+    task_readers.find_split_file(root, "dev", ["*-ud-dev.conllu", "dev.conllu"], "conllu")
   with pytest.raises(FileNotFoundError, match="--data_dir not found: .*missing"):
-    task_readers.find_split_file(str(tmp_path / "missing"), "dev", patterns, "conllu")
+    task_readers.find_split_file(f"{root}/missing", "dev", patterns, "conllu")

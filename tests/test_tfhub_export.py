@@ -2,6 +2,7 @@
 and fine-tunes; the tool reports bad input in one line."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import tensorflow_hub as hub
 import tf_keras
 
 import albert_tf
+from albert_tf import files
 from albert_tf.errors import OptionError
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.serving import tfhub
@@ -218,7 +220,7 @@ def test_fine_tuning_through_the_hub_layers_trains_the_encoder_and_saves(exporte
 
 
 @requires_shared(SP8K_MODEL)
-def test_tool_on_an_encoder_checkpoint_and_on_bad_input(tmp_path):
+def test_tool_on_an_encoder_checkpoint_to_a_bucket_and_on_bad_input(tmp_path, bucket, monkeypatch):
   config = tiny_config(vocab_size=8000)
   config.to_json_file(str(tmp_path / "albert_config.json"))
   encoder = albert_tf.AlbertEncoder(config)
@@ -232,7 +234,8 @@ def test_tool_on_an_encoder_checkpoint_and_on_bad_input(tmp_path):
   save_checkpoint(small_encoder, str(tmp_path / "small" / "model.ckpt"))
 
   (tmp_path / "earlier" / "encoder").mkdir(parents=True)  # an earlier export
-  hub_dir = tmp_path / "hub"
+  (tmp_path / "work").mkdir()
+  hub_dir = f"{bucket}/hub"
   flags = [f"--albert_config_file={tmp_path / 'albert_config.json'}", f"--checkpoint={tmp_path / 'encoder'}",
            f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=16"]
   bad_inputs = {
@@ -244,25 +247,35 @@ def test_tool_on_an_encoder_checkpoint_and_on_bad_input(tmp_path):
       f"{tmp_path / 'earlier'} already exists": [*flags, f"--export_path={tmp_path / 'earlier'}"],
   }
   before = sorted(os.listdir(tmp_path))
-  result = run_tool("export_tfhub", *flags, f"--export_path={hub_dir}")
+  written = []
+  write = files.write_atomically
+  monkeypatch.setattr(files, "write_atomically", lambda path, content: written.append(path) or write(path, content))
+  result = run_tool("export_tfhub", *flags, f"--export_path={hub_dir}", cwd=tmp_path / "work")
+  monkeypatch.setattr(files, "write_atomically", write)
   failures = [run_tool("export_tfhub", *bad_flags) for bad_flags in bad_inputs.values()]
 
   assert result.returncode == 0, result.stderr[-3000:]
   lines = result.stdout.splitlines()
   assert lines[0].startswith(f"Exported {prefix} (AlbertEncoder) for TF Hub to {hub_dir} in ")
-  assert lines[1].startswith(f"  {hub_dir / 'encoder'}: __call__, serving_default; 4 layers of width 32; ")
-  assert lines[2].startswith(f"  {hub_dir / 'preprocessor'}: __call__ (to 16 tokens), tokenize, bert_pack_inputs; "
+  size = re.fullmatch(rf"  {hub_dir}/encoder: __call__, serving_default; 4 layers of width 32; ([0-9.]+) MB",
+                      lines[1])
+  assert size and float(size.group(1)) > 0  # summed over the bucket's files
+  assert lines[2].startswith(f"  {hub_dir}/preprocessor: __call__ (to 16 tokens), tokenize, bert_pack_inputs; "
                              "--do_lower_case=true --keep_accents=false; ")
   assert lines[3:] == [f"{prefix} has no masked-LM head, so the encoder has no mlm sub-object."]
-  assert not hasattr(tf.saved_model.load(str(hub_dir / "encoder")), "mlm")
-  preprocessor = tf.saved_model.load(str(hub_dir / "preprocessor"))
+  # Uploaded whole, the encoder's saved_model.pb last; nothing written to local disk instead.
+  uploaded = [path for path in written if path.startswith(bucket)]
+  assert uploaded[-1] == f"{hub_dir}/encoder/saved_model.pb" and f"{hub_dir}/preprocessor/saved_model.pb" in uploaded
+  assert files.list_folder(bucket) == ["hub"] and os.listdir(tmp_path / "work") == []
+  assert not hasattr(tf.saved_model.load(f"{hub_dir}/encoder"), "mlm")
+  preprocessor = tf.saved_model.load(f"{hub_dir}/preprocessor")
   assert preprocessor(tf.constant(["한 문장"]))["input_word_ids"].shape == (1, 16)
 
   for message, failure in zip(bad_inputs, failures):
     errors = [line for line in failure.stderr.splitlines() if line.startswith("error:")]
     assert failure.returncode == 2 and len(errors) == 1 and message in errors[0], failure.stderr
     assert "Traceback" not in failure.stderr
-  assert sorted(os.listdir(tmp_path)) == sorted(before + ["hub"])  # the failed runs wrote nothing
+  assert sorted(os.listdir(tmp_path)) == before  # the failed runs wrote nothing
   assert os.listdir(tmp_path / "earlier") == ["encoder"]
 
 
@@ -281,5 +294,5 @@ def test_an_interrupted_export_leaves_nothing_behind(tmp_path, monkeypatch):
   monkeypatch.setattr(tf.saved_model, "save", save_then_stop)
   with pytest.raises(KeyboardInterrupt):
     tfhub.export_tfhub(model, str(tmp_path / "hub"), SP8K_MODEL, 16)
-  assert seen_while_saving == [[".hub.incomplete"]]  # written aside
+  assert [[name.split("-")[0] for name in names] for names in seen_while_saving] == [[".hub.incomplete"]]  # aside
   assert os.listdir(tmp_path) == []  # and removed

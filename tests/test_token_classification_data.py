@@ -4,6 +4,7 @@ scikit-learn."""
 
 import collections
 import os
+import pathlib
 import re
 import warnings
 
@@ -13,12 +14,14 @@ from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.scheme import IOB2
 from sklearn.metrics import f1_score as sklearn_f1
 
+from albert_tf import files
 from albert_tf.errors import InputFileError, OptionError, TaskError
 from albert_tf.tasks.token_classification import metrics
 from albert_tf.tasks.token_classification.data import (
     IGNORE_LABEL, KLUE_NER_LABELS, PieceAlignment, TokenExample, align_example, align_units, continuation,
     evaluated_units, format_examples, label_list_from_examples, mark_entities, merge_windows, read_conll,
     read_examples, read_klue_ner, read_tsv, windows)
+from albert_tf.tasks.token_classification.objective import TokenClassificationObjective
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from conftest import SHARED, SP8K_MODEL, corpus_lines, requires_shared, write
 
@@ -100,12 +103,25 @@ def test_label_lists(klue):
   assert KLUE_NER_LABELS[-1] == "O" and KLUE_NER_LABELS[:2] == ("B-PS", "I-PS")  # the KLUE baseline's ids
 
 
-def test_conll_files(tmp_path):
-  path = write(tmp_path / "train.txt", [
-      "-DOCSTART- -X- -X- O", "", "EU NNP B-NP B-ORG", "rejects VBZ B-VP O", "German JJ B-NP B-MISC", "", "",
-      "Peter NNP B-NP B-PER", "Blackburn NNP I-NP I-PER\r", "   ", "-DOCSTART- -X- -X- O",
-      "BRUSSELS NNP B-NP B-LOC"])
-  examples = read_conll(path)
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_a_klue_data_dir_reads_its_split_file(tmp_path, where, bucket, tokenizer, klue):
+  with open(KLUE_NER_DEV, encoding="utf-8") as reader:
+    head = reader.read().split("\n## klue-ner-v1_dev_00010")[0]  # its first 10 sentences
+  root = f"{bucket if where == 'bucket' else tmp_path}/klue"  # --data_dir=gs://... too
+  with files.staged_folder(root) as staging:
+    write(pathlib.Path(staging, "klue-ner-v1.1_dev.tsv"), [head])
+  assert TokenClassificationObjective("klue-ner", tokenizer).read_examples(root, "dev") == klue[0][:10]
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_conll_files(tmp_path, where, bucket):
+  root = f"{bucket if where == 'bucket' else tmp_path}/conll"
+  with files.staged_folder(root) as staging:
+    write(pathlib.Path(staging, "train.txt"), [
+        "-DOCSTART- -X- -X- O", "", "EU NNP B-NP B-ORG", "rejects VBZ B-VP O", "German JJ B-NP B-MISC", "", "",
+        "Peter NNP B-NP B-PER", "Blackburn NNP I-NP I-PER\r", "   ", "-DOCSTART- -X- -X- O",
+        "BRUSSELS NNP B-NP B-LOC"])
+  examples = read_conll(f"{root}/train.txt")
   assert [example.units for example in examples] == [("EU", "rejects", "German"), ("Peter", "Blackburn"),
                                                      ("BRUSSELS",)]
   assert examples[1].labels == ("B-PER", "I-PER") and examples[1].text == "Peter Blackburn"

@@ -3,8 +3,11 @@ import os
 import pytest
 import sentencepiece as spm
 
+from albert_tf import files
+from albert_tf.errors import OutputError
+from albert_tf.text import tokenizer_options
 from albert_tf.text.sentencepiece_training import train_sentencepiece
-from albert_tf.text.tokenizer import SPECIAL_TOKENS, SentencePieceTokenizer, preprocess_text
+from albert_tf.text.tokenizer import SPECIAL_TOKENS, SentencePieceTokenizer, preprocess_text, read_model_proto
 from conftest import SHARED, requires_shared, run_tool
 
 KO_LAW = os.path.join(SHARED, "corpus", "ko_law.txt")
@@ -142,3 +145,31 @@ def test_tool_reports_missing_input_in_one_line(tmp_path):
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].startswith("error: No input file matches")
   assert "missing.txt" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_vocabulary_trained_into_a_bucket_is_read_from_there_whole_or_not_at_all(bucket, tmp_path, monkeypatch):
+  with open(EN_WIKI, encoding="utf-8") as reader:
+    files.write_atomically(f"{bucket}/corpus/en.txt", "".join(line for line, _ in zip(reader, range(300))))
+  result = run_tool("train_sentencepiece", f"--input={bucket}/corpus/*.txt", f"--model_prefix={bucket}/vocab/sp",
+                    "--vocab_size=200", "--num_threads=1", "--nodo_lower_case", cwd=tmp_path)
+  assert result.returncode == 0, result.stderr
+  assert os.listdir(tmp_path) == []  # nothing written to a local folder named after the bucket
+  assert files.list_folder(f"{bucket}/vocab") == ["sp.model", "sp.tokenizer_options.json", "sp.vocab"]
+  options = tokenizer_options.read_options(f"{bucket}/vocab/sp.model")
+  tokenizer = SentencePieceTokenizer(f"{bucket}/vocab/sp.model", options.do_lower_case, options.keep_accents)
+  assert (tokenizer.vocab_size, tokenizer.mask_id, options.do_lower_case) == (200, 4, False)
+  assert len(read_model_proto(f"{bucket}/vocab/sp.model").pieces) == 200
+  assert tokenizer.tokenize("The") != tokenizer.tokenize("the")
+
+  # The .model's upload fails: the .vocab and options uploaded before it are removed again, and the folder made.
+  copy_file = files.copy_file
+
+  def failing_at_the_model(source, destination):
+    if destination.endswith(".model"):
+      raise OutputError("bucket full")
+    copy_file(source, destination)
+
+  monkeypatch.setattr(files, "copy_file", failing_at_the_model)
+  with pytest.raises(OutputError, match="bucket full"):
+    train_sentencepiece(f"{bucket}/corpus/en.txt", f"{bucket}/other/sp", vocab_size=200, num_threads=1)
+  assert not files.exists(f"{bucket}/other")

@@ -9,7 +9,8 @@ import tensorflow as tf
 import tf_keras
 
 import albert_tf
-from albert_tf.errors import TrainingError
+from albert_tf import files
+from albert_tf.errors import OptionError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.training import loop
 from albert_tf.training import run_directory
@@ -139,28 +140,35 @@ def test_loop_schedule_stops_for_logs_checkpoints_and_the_end():
   assert [short_loops.steps_to_next_stop(s) for s in (0, 2, 4, 5, 7, 8)] == [2, 2, 1, 2, 1, 1]
 
 
-def test_run_directory_of_another_config_is_refused(tmp_path):
-  run_directory.write_config(str(tmp_path), tiny_config())
-  run_directory.check_run_directory(str(tmp_path), tiny_config())  # the same config resumes
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_run_directory_of_another_config_is_refused(where, tmp_path, bucket):
+  output_dir = f"{bucket}/run" if where == "bucket" else str(tmp_path / "run")
+  run_directory.write_config(output_dir, tiny_config())
+  assert files.list_folder(output_dir) == ["albert_config.json"]
+  run_directory.check_run_directory(output_dir, tiny_config())  # the same config resumes
   with pytest.raises(TrainingError, match="hidden_size: 32 there vs 64 now"):
-    run_directory.check_run_directory(str(tmp_path), tiny_config(hidden_size=64))
-  run_directory.write_config(str(tmp_path), tiny_config(hidden_size=64))  # never rewritten
-  run_directory.check_run_directory(str(tmp_path), tiny_config())
+    run_directory.check_run_directory(output_dir, tiny_config(hidden_size=64))
+  run_directory.write_config(output_dir, tiny_config(hidden_size=64))  # never rewritten
+  run_directory.check_run_directory(output_dir, tiny_config())
   # A key that only one of the two configs has is a difference too.
   extra = tiny_config()
   extra.extra["classifier_dropout_prob"] = 0.2
   with pytest.raises(TrainingError, match="classifier_dropout_prob: None there vs 0.2 now"):
-    run_directory.check_run_directory(str(tmp_path), extra)
+    run_directory.check_run_directory(output_dir, extra)
+  with pytest.raises(OptionError, match=f"--output_dir {output_dir}/albert_config.json is a file, not a folder"):
+    run_directory.check_run_directory(f"{output_dir}/albert_config.json", tiny_config())
 
 
-def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path):
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(where, tmp_path, bucket):
+  output_dir = bucket if where == "bucket" else str(tmp_path)
   model = albert_tf.AlbertEncoder(tiny_config())
   model(model.dummy_inputs())
   bias = model.pooler.bias
   step = tf.Variable(0, dtype=tf.int64)
   checkpoint = tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}, step=step)
-  assert run_directory.restore_latest(str(tmp_path), model, checkpoint) is None
-  manager = tf.train.CheckpointManager(checkpoint, str(tmp_path), max_to_keep=3,
+  assert run_directory.restore_latest(output_dir, model, checkpoint) is None
+  manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=3,
                                        checkpoint_name=checkpoint_lib.CHECKPOINT_NAME)
   for value in (4, 8):
     bias.assign(tf.fill(bias.shape, float(value)))
@@ -168,9 +176,15 @@ def test_restore_latest_restores_the_run_state_of_the_newest_checkpoint(tmp_path
     run_directory.save_run_checkpoint(manager, value, is_chief=True)
   bias.assign(tf.zeros(bias.shape))
   step.assign(0)
-  assert run_directory.restore_latest(str(tmp_path), model, checkpoint) == str(tmp_path / "model.ckpt-8")
+  assert run_directory.restore_latest(output_dir, model, checkpoint) == f"{output_dir}/model.ckpt-8"
   assert int(step.numpy()) == 8
   np.testing.assert_array_equal(bias.numpy(), 8.0)
+  # Another worker's copy goes once saved: only the chief's is kept.
+  worker_dir = f"{output_dir}/.worker_worker_1"
+  worker_manager = tf.train.CheckpointManager(checkpoint, worker_dir, max_to_keep=1,
+                                              checkpoint_name=checkpoint_lib.CHECKPOINT_NAME)
+  run_directory.save_run_checkpoint(worker_manager, 8, is_chief=False)
+  assert not files.exists(worker_dir)
 
 
 def run_with_checkpoints(output_dir, steps):
@@ -253,14 +267,41 @@ def test_a_run_that_fails_before_its_first_checkpoint_removes_what_it_created(tm
   assert new_dir.exists()
 
 
-def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(tmp_path):
-  assert run_directory.last_evaluated_step(str(tmp_path)) is None
-  assert run_directory.read_best_info(str(tmp_path)) is None
-  run_directory.write_eval_results(str(tmp_path), {"global_step": 12, "accuracy": 0.5, "loss": 0.7}, ["accuracy"])
-  assert run_directory.last_evaluated_step(str(tmp_path)) == 12
-  assert (tmp_path / run_directory.EVAL_RESULTS).read_text() == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
-  assert not run_directory.awaits_evaluation(str(tmp_path), "model.ckpt-12", 12)  # scored before the stop
-  assert run_directory.awaits_evaluation(str(tmp_path), "model.ckpt-15", 15)  # written, then the run died
-  assert not run_directory.awaits_evaluation(str(tmp_path), None, 0)  # a new run: nothing to score
-  (tmp_path / run_directory.EVAL_RESULTS).write_text("accuracy = 0.5\n")
-  assert run_directory.last_evaluated_step(str(tmp_path)) is None
+def test_a_run_in_a_bucket_that_fails_before_its_first_checkpoint_leaves_nothing_there(bucket):
+  new_dir, old_dir = f"{bucket}/new", f"{bucket}/old"
+  with pytest.raises(KeyboardInterrupt):
+    with run_directory.removed_on_failure_before_checkpoint(new_dir, lambda: False):
+      run_directory.write_config(new_dir, tiny_config())
+      files.make_folders(f"{new_dir}/train")
+      files.write_atomically(f"{new_dir}/train/events", b"1")
+      raise KeyboardInterrupt
+  assert files.list_folder(bucket) == []
+  files.make_folders(f"{old_dir}/train")
+  files.write_atomically(f"{old_dir}/train/events.1", b"1")
+  with pytest.raises(TrainingError):
+    with run_directory.removed_on_failure_before_checkpoint(old_dir, lambda: False):
+      files.write_atomically(f"{old_dir}/train/events.2", b"2")
+      files.make_folders(f"{old_dir}/eval")
+      files.write_atomically(f"{old_dir}/eval/events.3", b"3")
+      raise TrainingError("stopped")
+  assert files.paths_under(old_dir) == {f"{old_dir}/train", f"{old_dir}/train/events.1"}
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(where, tmp_path, bucket):
+  output_dir = f"{bucket}/run" if where == "bucket" else str(tmp_path / "run")
+  assert run_directory.last_evaluated_step(output_dir) is None
+  assert run_directory.read_best_info(output_dir) is None
+  metrics = {"global_step": 12, "accuracy": 0.5, "loss": 0.7}
+  run_directory.write_eval_results(output_dir, metrics, ["accuracy"])
+  assert run_directory.last_evaluated_step(output_dir) == 12
+  eval_results = f"{output_dir}/{run_directory.EVAL_RESULTS}"
+  assert files.read_text(eval_results) == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
+  assert not run_directory.awaits_evaluation(output_dir, "model.ckpt-12", 12)  # scored before the stop
+  assert run_directory.awaits_evaluation(output_dir, "model.ckpt-15", 15)  # written, then the run died
+  assert not run_directory.awaits_evaluation(output_dir, None, 0)  # a new run: nothing to score
+  assert run_directory.keep_if_best(output_dir, Weights(), metrics, "accuracy")
+  assert run_directory.read_best_info(output_dir) == metrics
+  assert files.file_exists(f"{output_dir}/{run_directory.BEST_CHECKPOINT}.index")
+  files.write_atomically(eval_results, "accuracy = 0.5\n")
+  assert run_directory.last_evaluated_step(output_dir) is None

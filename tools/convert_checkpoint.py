@@ -5,7 +5,8 @@
 
 The output directory holds `model.ckpt` (pass the directory as --init_checkpoint or --checkpoint),
 `albert_config.json` and, when there is one, the SentencePiece model as `spiece.model`. Every weight is
-checked: a checkpoint that does not fit the config is reported whole and nothing is written.
+checked: a checkpoint that does not fit the config is reported whole and nothing is written. The source and
+Every path may be in a bucket (gs://...); the output appears whole, its checkpoint's index last.
 """
 
 from absl import flags

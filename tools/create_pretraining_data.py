@@ -5,6 +5,9 @@
       --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10 --num_workers=8 \
       --eval_output_file=data/eval.tfrecord --eval_fraction=0.01
 
+Every path may be in a bucket (gs://...), on this machine too: the shards appear there when the whole run has
+succeeded, and the spill files (token stores, shuffle buckets) stay in a local temporary folder meanwhile.
+
 Beyond one machine, the same tool runs as an Apache Beam pipeline (pip install "albert-tf[beam]"); Beam's
 pipeline options follow ours:
 
@@ -42,8 +45,7 @@ from albert_tf.data import pretraining_corpus
 from albert_tf.data import pretraining_writer
 from albert_tf.data import word_boundaries
 from albert_tf.data.instances import SINGLE_SEGMENT_POLICIES, InstanceOptions
-from albert_tf.errors import InputFileError
-from albert_tf.files import expand_input_patterns
+from albert_tf.files import expand_input_patterns, require_file
 
 FLAGS = flags.FLAGS
 
@@ -114,8 +116,8 @@ def main(argv):
         FLAGS.max_predictions_per_seq, expected_predictions,
         100.0 * FLAGS.max_predictions_per_seq / FLAGS.max_seq_length, 100 * FLAGS.masked_lm_prob,
         expected_predictions)
-  if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
-    raise InputFileError(f"--vocab_file not found: {FLAGS.vocab_file}")
+  if FLAGS.vocab_file:
+    require_file(FLAGS.vocab_file, "--vocab_file")
   dupe_factor = FLAGS.dupe_factor
   if FLAGS.dynamic_masking and not FLAGS["dupe_factor"].present:
     dupe_factor = 1

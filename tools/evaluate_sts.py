@@ -16,7 +16,7 @@ the --split of a task whose examples are scored text pairs (sts-b, klue-sts, kor
 Each distinct text is embedded alone; the Pearson and Spearman correlations of the gold scores with four
 similarities of each pair's embeddings (cosine, negative Manhattan distance, negative Euclidean distance, dot
 product) are printed and, with --output_file, written as CSV: a header `similarity,pearson,spearman` and a row
-per similarity.
+per similarity. Every path may be in a bucket (gs://...).
 """
 
 from absl import flags
@@ -48,7 +48,8 @@ flags.DEFINE_integer("max_seq_length", None, "Texts are cut to this many tokens,
 flags.DEFINE_integer("batch_size", 64, "Texts embedded together.")
 finetuning_flags.define_task_flags()
 flags.DEFINE_enum("split", "dev", ["dev", "test"], "The split to score (its pairs must have scores).")
-flags.DEFINE_string("output_file", None, "Also write the correlations here as CSV (similarity,pearson,spearman).")
+flags.DEFINE_string("output_file", None, "Also write the correlations here as CSV (similarity,pearson,spearman); "
+                    "local or gs://...")
 output_flags.define_overwrite_flag("--output_file")
 
 

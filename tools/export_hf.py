@@ -13,6 +13,8 @@ where some text still gets other ids).
 A sentence encoder's checkpoint (tools/train_sentence_encoder.py) exports as `AlbertModel` plus the files of
 a sentence-transformers model: `SentenceTransformer(output_dir)` loads it and computes the encoder's own
 embedding (its pooling, projection and normalisation), texts cut to --max_seq_length tokens.
+
+Every path may be in a bucket (gs://...); the folder appears whole, its config.json last.
 """
 
 import sys

@@ -7,7 +7,8 @@ fine-tuning tool's --export_dir) with tf2onnx and writes model.onnx, spiece.mode
 tokenizer_config.json, special_tokens_map.json and spiece.tokenizer_options.json to --output_dir: ONNX Runtime
 runs the model, and `tokenizers.Tokenizer.from_file` or `transformers.AutoTokenizer` make its inputs, with no
 TensorFlow. Nothing is written unless ONNX Runtime gives the SavedModel's outputs on packed text pairs and single
-texts (floats within 1e-4, everything else equal); the differences are printed.
+texts (floats within 1e-4, everything else equal); the differences are printed. Every path may be in a bucket
+(gs://...); the ONNX folder appears whole, model.onnx last.
 """
 
 import sys

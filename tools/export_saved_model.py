@@ -9,7 +9,8 @@ masked-LM head, classify_text / classify_text_pair for a fine-tuned classifier (
 answer_question for a SQuAD model (run_squad_v1/v2's output: read as that run read, v2 with the no-answer
 threshold of its best evaluation). Text signatures pad each batch to its longest text (a multiple of
 --pad_to_multiple_of, at most --max_seq_length); --text_padding=max_seq_length gives the fixed-length form.
-Load it with `import tensorflow_text` (registers the SentencePiece op) and `tf.saved_model.load`.
+Load it with `import tensorflow_text` (registers the SentencePiece op) and `tf.saved_model.load`. Every path may
+be in a bucket (gs://...); the version folder appears whole, its saved_model.pb last.
 """
 
 from absl import flags

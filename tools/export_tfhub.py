@@ -6,18 +6,17 @@
 writes hub/albert/encoder/ and hub/albert/preprocessor/, two Reusable SavedModels that `hub.KerasLayer` loads
 (the encoder with trainable=True for fine-tuning), as TF Hub's BERT and ALBERT models come. The encoder has an
 `mlm` sub-object for checkpoints with the masked-LM head. Load them with `import tensorflow_text` (registers
-the SentencePiece op) and `tensorflow_hub`, or `tf.saved_model.load`.
+the SentencePiece op) and `tensorflow_hub`, or `tf.saved_model.load`. Every path may be in a bucket (gs://...);
+the export appears whole, the encoder's saved_model.pb last.
 """
 
-import os
 import time
 
 from absl import flags
 
 # Before TensorFlow: it sets TensorFlow's log level, which TensorFlow reads once, on import.
 from albert_tf import cli  # pylint: disable=g-bad-import-order
-import tensorflow as tf
-
+from albert_tf import files
 from albert_tf.cli import tokenizer_flags
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
@@ -36,8 +35,7 @@ flags.DEFINE_string("export_path", None, "Directory to create, with encoder/ and
 
 
 def _megabytes(path: str) -> float:
-  return sum(tf.io.gfile.stat(os.path.join(folder, name)).length for folder, _, names in tf.io.gfile.walk(path)
-             for name in names) / 1e6
+  return sum(files.file_size(file) for file in files.paths_under(path) if not files.is_folder(file)) / 1e6
 
 
 def main(argv):

@@ -11,7 +11,8 @@ spiece.vocab and the tokenizer options to --output_dir. With --init_checkpoint (
 Hugging Face folder) it also writes model.ckpt and albert_config.json with the new vocab_size: old embedding
 rows and MLM output-bias entries are kept bit for bit, each new one is the mean over the old pieces that
 spelled the new piece. Continue pretraining with run_pretraining --init_checkpoint=<output_dir>.
---new_pieces_file takes a word (or a piece with ▁) a line instead of a corpus.
+--new_pieces_file takes a word (or a piece with ▁) a line instead of a corpus. Every path may be in a bucket
+(gs://...).
 """
 
 import os

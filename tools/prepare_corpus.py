@@ -6,8 +6,9 @@ documents, in Unicode NFC, exact duplicates and short documents dropped.
 
 Korean sentences are split by Kiwi (pip install "albert-tf[korean]"), other languages by sentencex
 (--language=en, de, ja, ...); --language=auto chooses per document. The output does not depend on
---num_workers. Beyond one machine, the same tool runs as an Apache Beam pipeline, with Beam's pipeline options
-after ours (pip install "albert-tf[beam]"):
+--num_workers. Every path may be in a bucket (gs://...), on this machine too: the shards appear there when the
+whole run has succeeded. Beyond one machine, the same tool runs as an Apache Beam pipeline, with Beam's pipeline
+options after ours (pip install "albert-tf[beam]"):
 
   python tools/prepare_corpus.py ... --runner=DataflowRunner --project=my-project --region=us-central1 \
       --temp_location=gs://my-bucket/tmp --setup_file=./setup.py

@@ -39,6 +39,8 @@ Flags and defaults are Google's run_classifier.py's; --task_name=tsv with the --
 best by the task's metric kept as model.ckpt-best); --do_predict writes test_results.tsv and
 submit_results.tsv from the best weights; --export_dir writes a SavedModel whose classify_text signature
 takes raw text. Rerunning the same command resumes from the last checkpoint.
+Every path may be in a bucket (gs://...), as on a Cloud TPU: --data_dir, --output_dir, --export_dir and the
+model's files.
 """
 
 from absl import flags

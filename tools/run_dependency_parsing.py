@@ -21,6 +21,7 @@ CoNLL-U): KLUE's uas_macro_f1 and las_macro_f1 (which picks model.ckpt-best), th
 --do_predict writes dependency_predictions.tsv (or .conllu), the test file with the predicted HEAD and DEPREL
 columns, and dependency_predictions.json. --export_dir writes a SavedModel whose parse_text parses raw text
 (and its words' tags when the parser reads them). Rerunning the same command resumes.
+Every path may be in a bucket (gs://...), as on a Cloud TPU.
 """
 
 from albert_tf import cli

@@ -20,6 +20,7 @@ that value among the ontology's. Every checkpoint is scored on dev with KLUE's j
 (which picks model.ckpt-best) and slot F1. --do_predict writes state_predictions.json (per user turn, the
 predicted and the file's state). --export_dir writes a SavedModel whose track_state takes each dialogue so far as
 one string, a turn a line, and returns the state. Rerunning the same command resumes.
+Every path may be in a bucket (gs://...), as on a Cloud TPU.
 """
 
 from albert_tf import cli

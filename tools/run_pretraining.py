@@ -28,6 +28,11 @@ it prints the largest micro-batch per replica whose step fits in the GPU (or in 
 The input files may hold masked records (Google's, or create_pretraining_data's) or unmasked ones
 (create_pretraining_data --dynamic_masking), which are masked afresh every epoch with the masking flags they
 carry, up to --max_predictions_per_seq positions; the files say which, and no flag changes.
+
+Every path may be in a bucket (gs://...), as on a Cloud TPU: the records, the config, --init_checkpoint (a
+checkpoint prefix or a run folder) and --output_dir, which holds all of the run's files. A checkpoint is complete
+once the run's `checkpoint` file names it (TensorFlow writes it after the checkpoint's files); a run that fails
+before its first checkpoint leaves nothing in --output_dir.
 """
 
 from absl import flags

@@ -12,7 +12,7 @@ a JSON article a line, as Google's reader expects). Each option becomes [CLS] ar
 softmax over the options. Every checkpoint is scored on dev (accuracy, accuracy_middle, accuracy_high and
 Google's eval_accuracy, eval_loss); --do_predict writes submit_results.tsv (question id, answer letter) and
 test_results.tsv. Google's README: ALBERT v2 needs --learning_rate=1e-5 and --dropout_prob=0 on RACE.
-Rerunning the same command resumes.
+Rerunning the same command resumes. Every path may be in a bucket (gs://...), as on a Cloud TPU.
 """
 
 from albert_tf import cli

@@ -19,6 +19,9 @@ mixed-precision and memory flags of run_classifier; rerunning the same command r
 strictly, its official character-level EM and F1) or korquad2 (KorQuAD 2.0 and 2.1: --train_file and
 --predict_file are a shard or a folder of shards; the HTML pages are read as text, answers written back as HTML
 in one predictions.json and scored as its evaluation script scores them).
+
+Every path may be in a bucket (gs://...), as on a Cloud TPU: --train_file, --predict_file and the feature caches
+(written beside, each whole or not at all), --output_dir, --export_dir and the model's files.
 """
 
 from albert_tf import cli

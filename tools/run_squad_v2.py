@@ -18,6 +18,9 @@ mixed-precision and memory flags of run_classifier; rerunning the same command r
 --task_name (ours) picks the benchmark: squad (the default) or klue-mrc (klue-mrc-v1.1_{train,dev}.json: guid,
 question_type, is_impossible and plausible_answers checked; KLUE's exact_match and rouge_w, the best checkpoint
 and the no-answer threshold by rouge_w).
+
+Every path may be in a bucket (gs://...), as on a Cloud TPU: --train_file, --predict_file and the feature caches
+(written beside, each whole or not at all), --output_dir, --export_dir and the model's files.
 """
 
 from albert_tf import cli

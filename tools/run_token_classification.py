@@ -14,6 +14,7 @@ F1, as KLUE's baseline computes them, and both again under the baseline's trunca
 --do_predict writes the test split in its own format with the predicted tags, and predictions.json (each
 sentence's entities with their character offsets). KLUE-NER's train split (21,008 sentences) is about 660
 steps an epoch at batch 32. Rerunning the same command resumes.
+Every path may be in a bucket (gs://...), as on a Cloud TPU.
 """
 
 from albert_tf import cli

@@ -28,6 +28,7 @@ sentence-transformers folder.
   and --data_dir the STS dev split's Spearman correlation.
 
 Flags as tools/run_classifier.py. --do_eval without --do_train scores the --init_checkpoint as it is.
+Every path may be in a bucket (gs://...), as on a Cloud TPU.
 """
 
 from absl import flags
@@ -96,9 +97,10 @@ def run():
   flags.DEFINE_integer("projection_dim", None, "Project the pooled vector to this size (Dense + tanh) before "
                        "normalising; e.g. a distillation teacher's embedding size.")
   flags.DEFINE_string("parallel_file", None, "Distillation: a UTF-8 file of source<TAB>translation lines (further "
-                      "columns ignored).")
+                      "columns ignored); local or gs://...")
   flags.DEFINE_string("teacher", None, "Distillation: a SavedModel with a sentence_embedding signature (ours or "
-                      "another), or a .npy of its embeddings of the parallel file's sources, in file order.")
+                      "another), or a .npy of its embeddings of the parallel file's sources, in file order; local "
+                      "or gs://...")
   flags.DEFINE_integer("parallel_dev_size", 1000, "Distillation: pairs held out (drawn by --random_seed) to score "
                        "checkpoints with --do_eval.")
   FLAGS.set_default("task_name", "sts-b")

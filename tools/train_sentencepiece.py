@@ -13,6 +13,9 @@ For Korean, --pretokenizer=kiwi (or mecab; the korean extra) learns pieces that 
 boundaries inside words: the --input_sentence_size lines trained on are sampled and analysed first, by
 --num_threads processes (about a millisecond a line with Kiwi), which the tool reports beside the training time.
 The model tokenizes raw text as any other; tools/vocab_report.py compares it with a plain one on held-out text.
+
+Every path may be in a bucket (gs://...): SentencePiece trains on local disk, and the files appear at
+--model_prefix whole, the .model last.
 """
 
 import os

@@ -8,6 +8,7 @@ prints, a column a vocabulary: pieces per word and the share of words with an `<
 of Kiwi's analysis (the korean extra): the recall and precision of the morpheme boundaries inside words, and the
 share of words whose stem is exactly one piece (see `albert_tf.text.vocab_report`). The text is one sentence a
 line; blank lines are skipped. --do_lower_case and --keep_accents are each vocabulary's recorded options.
+Every path may be in a bucket (gs://...).
 """
 
 import json

@@ -9,7 +9,6 @@ SavedModel for TF Serving that takes raw text.
 
 import importlib.resources
 import os
-import shutil
 import sys
 import time
 
@@ -19,11 +18,11 @@ from absl import flags
 from albert_tf import cli  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.cli import output_flags
 from albert_tf.data import pretraining_writer
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.interop import huggingface
-from albert_tf.files import check_output_folder
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
 from albert_tf.text import sentencepiece_training
@@ -58,15 +57,15 @@ def _step(title):
 def main(argv):
   del argv
   start = time.time()
-  out = os.path.abspath(FLAGS.output_dir)
+  out = FLAGS.output_dir if files.is_remote(FLAGS.output_dir) else os.path.abspath(FLAGS.output_dir)
   # A run resumes nothing: an earlier run's folders go with --overwrite, and only they.
-  check_output_folder(out, ARTEFACTS, FLAGS.overwrite)
+  files.check_output_folder(out, ARTEFACTS, FLAGS.overwrite)
   for name in ARTEFACTS:
-    shutil.rmtree(os.path.join(out, name), ignore_errors=True)
-  os.makedirs(out, exist_ok=True)
+    files.remove_tree(os.path.join(out, name))
+  files.make_folders(out)
 
   _step("1/6 Corpus: the bundled sample (Korean LibreOffice help, English Botchan and Wikipedia)")
-  corpus = sorted(os.path.join(SAMPLE_DIR, name) for name in os.listdir(SAMPLE_DIR) if name.endswith(".txt"))
+  corpus = files.folder_files(SAMPLE_DIR, "*.txt")
   print("\n".join(corpus))
 
   _step("2/6 SentencePiece vocabulary")

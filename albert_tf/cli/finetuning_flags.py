@@ -30,11 +30,13 @@ _TSV_FLAGS = ("tsv_text_a_column", "tsv_text_b_column", "tsv_label_column", "tsv
 
 def define_run_flags():
   """The flags every fine-tuning tool shares (Google's names and defaults where Google has the flag)."""
-  flags.DEFINE_string("output_dir", None, "Checkpoints, summaries, eval results and predictions go here.")
-  flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the pretrained model.")
+  flags.DEFINE_string("output_dir", None, "Checkpoints, summaries, eval results and predictions go here (a local "
+                      "folder or one in a bucket, gs://...).")
+  flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the pretrained model (local or "
+                      "gs://...).")
   flags.DEFINE_string("spm_model_file", None, "The SentencePiece model of the pretrained model.")
   flags.DEFINE_string("init_checkpoint", None, "The pretrained model to start from (its encoder): an albert-tf "
-                      "checkpoint or directory, or one converted from Google or Hugging Face.")
+                      "checkpoint or directory, or one converted from Google or Hugging Face (local or gs://...).")
   tokenizer_flags.define_tokenizer_flags()
   flags.DEFINE_integer("max_seq_length", 512, "Packed sequence length; longer texts are cut.")
   flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
@@ -49,7 +51,7 @@ def define_run_flags():
   flags.DEFINE_integer("iterations_per_loop", 1000, "Steps inside one tf.function call (the host loop).")
   flags.DEFINE_float("dropout_prob", 0.1, "Dropout in the task head while training.")
   flags.DEFINE_string("export_dir", None, "Also export the best (else the last) weights as a SavedModel to "
-                      "<export_dir>/<version>.")
+                      "<export_dir>/<version> (local or gs://...).")
   flags.DEFINE_enum("mixed_precision", "float32", list(loop.MIXED_PRECISION),
                     "Compute dtype: bfloat16 (TPU, recent GPUs) or float16 with dynamic loss scaling.")
   flags.DEFINE_integer("random_seed", 12345, "Seed of the input order, dropout and the head's initialisation.")

@@ -41,16 +41,17 @@ def define_squad_flags(version: int):
                     "The benchmark, which says how the JSON files are read and scored: " +
                     "; ".join(f"{task.name}: {task.description}" for task in tasks) + ".")
   flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json (korquad2: a KorQuAD 2.x "
-                      "file or a folder of its *.json shards).")
+                      "file or a folder of its *.json shards); local or gs://...")
   flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, when it has answers, to score every "
                       "checkpoint on and keep the best), e.g. dev-v1.1.json (korquad2: a file or a folder of "
-                      "shards, predicted into one predictions.json).")
+                      "shards, predicted into one predictions.json); local or gs://...")
   flags.DEFINE_string("train_feature_file", None, "TFRecord cache of the training features (default "
-                      f"<output_dir>/{TRAIN_FEATURE_FILE}); rebuilt when the file or a setting changes.")
+                      f"<output_dir>/{TRAIN_FEATURE_FILE}; local or gs://...); rebuilt when the file or a setting "
+                      "changes.")
   flags.DEFINE_string("predict_feature_file", None, "TFRecord cache of the prediction features (default "
-                      f"<output_dir>/{PREDICT_FEATURE_FILE}).")
+                      f"<output_dir>/{PREDICT_FEATURE_FILE}; local or gs://...).")
   flags.DEFINE_string("predict_feature_left_file", None, "Also write the prediction features' token maps to "
-                      "this JSON-lines file (Google's pickle; the TFRecord cache holds them too).")
+                      "this JSON-lines file (Google's pickle; the TFRecord cache holds them too); local or gs://...")
   flags.DEFINE_integer("doc_stride", 128, "Tokens between the starts of a long context's windows.")
   flags.DEFINE_integer("max_query_length", 64, "Question tokens kept; longer questions are cut.")
   flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json.")
@@ -123,7 +124,8 @@ def define_race_flags():
   finetuning_flags.define_run_flags()
   finetuning_flags.define_schedule_flags()
   flags.DEFINE_string("data_dir", None, "The folder holding RACE/ (or RACE/ itself): {train,dev,test}/"
-                      "{middle,high}/, each all.txt (a JSON article a line, Google's) or the download's *.txt.")
+                      "{middle,high}/, each all.txt (a JSON article a line, Google's) or the download's *.txt; "
+                      "local or gs://...")
   _define_dev_evaluation(eval_batch_size=8)
   flags.DEFINE_integer("max_qa_length", 128, "Question+option tokens kept (the last ones).")
   flags.DEFINE_bool("high_only", False, "Only RACE-H (high-school exams).")
@@ -151,7 +153,8 @@ def define_token_classification_flags():
                     "sentences) or tsv (a word and its tag a line, tab-separated, blank lines between sentences).")
   flags.DEFINE_string("data_dir", None, "The folder of the split files (klue-ner: klue-ner-v1.1_{train,dev}.tsv; "
                       "conll: train.txt, dev.txt or valid.txt, test.txt, or CoNLL-2003's eng.train, eng.testa, "
-                      "eng.testb; tsv: train.tsv, dev.tsv, test.tsv), or one file, read as each split.")
+                      "eng.testb; tsv: train.tsv, dev.tsv, test.tsv), or one file, read as each split; local or "
+                      "gs://...")
   flags.DEFINE_list("label_list", None, "The tags in id order (default: KLUE's for klue-ner, else O and the "
                     "train split's B-/I- tags, sorted by type).")
   flags.DEFINE_integer("doc_stride", 64, "Pieces between the starts of a long sentence's windows; each piece is "
@@ -180,7 +183,7 @@ def define_dependency_parsing_flags():
   flags.DEFINE_string("data_dir", None, "The folder of the split files (klue-dp: "
                       "klue-dp-v1.1_{train,dev}.tsv, here or in its klue-dp-v1.1/ folder, the test split "
                       "reading the dev file; conllu: <treebank>-ud-{train,dev,test}.conllu or "
-                      "{train,dev,test}.conllu).")
+                      "{train,dev,test}.conllu); local or gs://...")
   flags.DEFINE_integer("max_words", 64, "Words of a sentence the parser reads (a static shape); the words "
                        "of longer sentences after it, and after --max_seq_length pieces, are cut and not "
                        "scored.")
@@ -209,9 +212,9 @@ def define_dialogue_state_tracking_flags():
   flags.DEFINE_enum("task_name", None, [tracking_data.TASK_NAME], "The dialogues' layout: wos (KLUE's Wizard of "
                     "Seoul: a JSON array of dialogues, a state on each user turn).")
   flags.DEFINE_string("data_dir", None, "The folder of wos-v1.1_{train,dev}.json (the test split reads "
-                      "wos-v1.1_test.json, else the dev file) and ontology.json.")
+                      "wos-v1.1_test.json, else the dev file) and ontology.json; local or gs://...")
   flags.DEFINE_string("ontology_file", None, "The ontology, \"domain-slot\" -> its values (default: "
-                      "ontology.json beside the dialogue files).")
+                      "ontology.json beside the dialogue files; local or gs://...).")
   _define_dev_evaluation(eval_batch_size=32)
   flags.mark_flags_as_required(["task_name", "data_dir"])
   _set_defaults(max_seq_length=512, train_step=10000, warmup_step=1000, save_checkpoints_steps=1000, do_train=True,

@@ -5,11 +5,12 @@ worker brought back as themselves."""
 import collections
 import contextlib
 import re
-from typing import Dict, Hashable, Iterator, Optional, Sequence, Tuple
+from typing import Dict, Hashable, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
+from albert_tf import files
 from albert_tf.data import pretraining_corpus
 from albert_tf.errors import AlbertError, DataError, InputFileError, OptionError
 
@@ -17,11 +18,6 @@ NAMESPACE = "albert_tf"
 # How one of our errors raised in a worker appears in the pipeline's failure.
 _WORKER_ERROR = re.compile(r"albert_tf\.[\w.]+\.(\w*Error): (.+)")
 _COPY_CHUNK = 16 << 20
-
-
-def gfile():
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel; only the writing stages need it
-  return tf.io.gfile
 
 
 class ConcatenateParts(beam.DoFn):
@@ -37,10 +33,9 @@ class ConcatenateParts(beam.DoFn):
 
   def process(self, element):
     key, parts = element
-    files = gfile()
-    with files.GFile(self._partials[key], "wb") as writer:
+    with files.open_file(self._partials[key], "wb") as writer:
       for _, path in sorted(parts):
-        with files.GFile(path, "rb") as reader:
+        with files.open_file(path, "rb") as reader:
           while chunk := reader.read(_COPY_CHUNK):
             writer.write(chunk)
     for _, path in parts:
@@ -81,17 +76,6 @@ def worker_error(error: Exception, error_types: Sequence[type] = ()) -> Optional
   return error_type(re.sub(r"\s*\[while running '[^']*'\]$", "", message.strip()))
 
 
-def move_into_place(partials_and_outputs: Sequence[Tuple[str, str]]):
-  """Renames each partial file to its output; an output that got no part is written empty (as the local
-  engines and Google's tool write a shard that got nothing)."""
-  files = gfile()
-  for partial, path in partials_and_outputs:
-    if not files.exists(partial):
-      with files.GFile(partial, "wb"):
-        pass
-    files.rename(partial, path, overwrite=True)
-
-
 @contextlib.contextmanager
 def pipeline_run(output_files: Sequence[str], partials: Sequence[str],
                  error_types: Sequence[type] = ()) -> Iterator[str]:
@@ -101,8 +85,7 @@ def pipeline_run(output_files: Sequence[str], partials: Sequence[str],
   not, the partial files left and the work directory go, and after an error the folders it created too."""
   with pretraining_corpus.output_dirs(output_files) as directories:
     work_dir = pretraining_corpus.work_dir_path(directories[0])
-    files = gfile()
-    files.makedirs(work_dir)
+    files.make_folders(work_dir)
     try:
       yield work_dir
     except Exception as error:  # pylint: disable=broad-except
@@ -112,7 +95,5 @@ def pipeline_run(output_files: Sequence[str], partials: Sequence[str],
       raise ours from None
     finally:
       for path in partials:
-        if files.exists(path):
-          files.remove(path)
-      if files.exists(work_dir):
-        files.rmtree(work_dir)
+        files.remove_tree(path)
+      files.remove_tree(work_dir)

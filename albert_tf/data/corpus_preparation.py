@@ -9,8 +9,8 @@ every exact duplicate of an earlier document. The k-th document kept goes to sha
 Workers clean and split blocks of documents; the main process takes their results in input order, so the
 shards are the same bytes whatever the number of workers, and the same as the Apache Beam engine's
 (`corpus_preparation_beam`). Memory is bounded by the blocks in flight plus 8 bytes (a digest) and Python's
-set overhead, about 70 bytes in all, per distinct document kept. Shards are written to hidden partial files
-and renamed into place only when the whole run succeeded.
+set overhead, about 70 bytes in all, per distinct document kept. Shards, local or in a bucket, are written to
+hidden partial files beside them and renamed (on a bucket, copied) into place only when the whole run succeeded.
 """
 
 import dataclasses
@@ -19,9 +19,9 @@ import json
 import os
 from typing import Iterator, List, Optional, Sequence, Tuple
 
+from albert_tf import files
 from albert_tf.data import pretraining_corpus
 from albert_tf.errors import CorpusError, DataError, InputFileError, OptionError, OutputError, json_error_text
-from albert_tf.files import check_inputs_and_outputs, file_size, partial_path, read_utf8_lines
 from albert_tf.text import korean_analyzers
 from albert_tf.text.sentence_splitting import AUTO, KOREAN, SentenceSplitter, check_language, clean_text
 from albert_tf.workers import Progress, ordered_workers
@@ -90,7 +90,7 @@ def read_raw_documents(path: str, options: PreparationOptions) -> Iterator[List[
       `text_field` (file and line named), a corrupt `.gz`.
   """
   if options.input_format == "jsonl":
-    for line_number, line in read_utf8_lines(path):
+    for line_number, line in files.read_utf8_lines(path):
       if not line.strip():
         continue
       try:
@@ -105,12 +105,12 @@ def read_raw_documents(path: str, options: PreparationOptions) -> Iterator[List[
                         f"{type(text).__name__}, not text.")
       yield text.splitlines()
   elif options.input_format == "lines":
-    for _, line in read_utf8_lines(path):
+    for _, line in files.read_utf8_lines(path):
       if line.strip():
         yield [line]
   else:
     paragraph = []
-    for _, line in read_utf8_lines(path):
+    for _, line in files.read_utf8_lines(path):
       if line.strip():
         paragraph.append(line.strip())
       elif paragraph:
@@ -151,7 +151,7 @@ def check_preparation(input_files: Sequence[str], output_files: Sequence[str], o
     OptionError: bad options; outputs that are inputs, named twice, that cannot be written or exist (unless
       `overwrite`); Korean without the korean extra.
   """
-  check_inputs_and_outputs(input_files, output_files, overwrite)
+  files.check_inputs_and_outputs(input_files, output_files, overwrite)
   check_language(options.language)
   if options.input_format not in INPUT_FORMATS:
     raise OptionError(f"--input_format must be one of {', '.join(INPUT_FORMATS)}, not {options.input_format!r}.")
@@ -214,7 +214,7 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
 
   Args:
     input_files: raw text files (local or gs://; `.gz` read compressed), read in this order.
-    output_files: local text shards; the k-th document kept goes to shard k mod their number.
+    output_files: text shards (local or gs://); the k-th document kept goes to shard k mod their number.
     options: how documents are read, split and filtered.
     num_workers: processes that clean and split (1: this process); the output does not depend on it.
     progress: print progress lines to stderr.
@@ -231,15 +231,13 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
   check_preparation(input_files, output_files, options, overwrite)
   if num_workers < 1:
     raise OptionError(f"--num_workers must be at least 1, got {num_workers}.")
-  if any("://" in path for path in output_files):
-    raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
   with pretraining_corpus.output_dirs(output_files):
     # Compressed sizes say little about the text to come: no ETA then.
     total_bytes = (None if any(path.endswith(".gz") for path in input_files)
-                   else sum(file_size(path) for path in input_files))
+                   else sum(files.file_size(path) for path in input_files))
     tracker = Progress("prepare_corpus", progress)
     summary = PreparationSummary(output_files=list(output_files))
-    partials = [partial_path(path) for path in output_files]
+    partials = [files.partial_path(path) for path in output_files]
     writers = []
     done_bytes = 0
     seen = set()
@@ -269,7 +267,7 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
 
     try:
       try:
-        writers.extend(open(path, "w", encoding="utf-8") for path in partials)
+        writers.extend(files.open_file(path, "w") for path in partials)
         with ordered_workers(num_workers, _init_worker, (options,)) as tasks:
           for task in _raw_blocks(input_files, options):
             write(tasks.submit(_split_block, task))
@@ -283,13 +281,11 @@ def prepare_corpus(input_files: Sequence[str], output_files: Sequence[str], opti
                           "No output file was written.") from None
       if not summary.documents_written:
         raise empty_result_error(input_files, summary)
-      for partial, path in zip(partials, output_files):
-        os.replace(partial, path)
+      pretraining_corpus.move_into_place(list(zip(partials, output_files)))
     finally:
       _worker.clear()
       for writer in writers:
         writer.close()
       for path in partials:
-        if os.path.exists(path):
-          os.remove(path)
+        files.remove_tree(path)
   return summary

@@ -19,11 +19,12 @@ from typing import Dict, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from albert_tf import files
 from albert_tf.data import beam_support
 from albert_tf.data import corpus_preparation
+from albert_tf.data import pretraining_corpus
 from albert_tf.data.corpus_preparation import PreparationOptions, PreparationSummary
 from albert_tf.errors import CorpusError
-from albert_tf.files import partial_path
 from albert_tf.text.sentence_splitting import SentenceSplitter
 
 
@@ -79,14 +80,13 @@ class _WriteFileParts(beam.DoFn):
     file_index, documents = element
     documents = sorted(documents)
     first_rank = sum(count for index, count in kept_per_file.items() if index < file_index)
-    files = beam_support.gfile()
     for shard in range(self._num_shards):
       # The documents of this shard: global ranks ≡ shard (mod num_shards).
       start = (shard - first_rank) % self._num_shards
       if start >= len(documents):
         continue
       path = f"{self._work_dir}/{shard:05d}-{file_index:05d}.txt"
-      with files.GFile(path, "wb") as writer:
+      with files.open_file(path, "wb") as writer:
         for _, sentences in documents[start::self._num_shards]:
           writer.write(corpus_preparation.document_text(sentences).encode("utf-8"))
           beam_support.count("documents_written")
@@ -113,7 +113,7 @@ def prepare_corpus_beam(input_files: Sequence[str], output_files: Sequence[str],
     here.
   """
   corpus_preparation.check_preparation(input_files, output_files, options, overwrite)
-  partials = [partial_path(path) for path in output_files]
+  partials = [files.partial_path(path) for path in output_files]
   with beam_support.pipeline_run(output_files, partials, (CorpusError,)) as work_dir:
     with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
       kept = (pipeline
@@ -135,5 +135,5 @@ def prepare_corpus_beam(input_files: Sequence[str], output_files: Sequence[str],
       setattr(summary, field, counters.get(field, 0))
     if not summary.documents_written:
       raise corpus_preparation.empty_result_error(input_files, summary)
-    beam_support.move_into_place(list(zip(partials, output_files)))
+    pretraining_corpus.move_into_place(list(zip(partials, output_files)))
   return summary

@@ -15,6 +15,7 @@ from typing import Dict, Iterable, Iterator
 
 import numpy as np
 
+from albert_tf import files
 from albert_tf.data.pretraining_corpus import KEY_BITS, Entry, bucket_of
 
 # key, pass, document, pair, record length; then the record.
@@ -35,7 +36,7 @@ def encode_by_bucket(entries: Iterable[Entry], bits: int) -> Dict[int, bytes]:
 
 def _entries_of(path: str) -> Iterator[bytes]:
   """The encoded entries of a bucket file, one at a time (header and record)."""
-  with open(path, "rb", buffering=1 << 20) as reader:
+  with files.open_file(path, "rb") as reader:
     while True:
       header = reader.read(_HEADER.size)
       if not header:
@@ -44,7 +45,7 @@ def _entries_of(path: str) -> Iterator[bytes]:
 
 
 class ShuffleBuckets:
-  """The 2**bits bucket files of one record set, in `directory`.
+  """The 2**bits bucket files of one record set, in a local `directory`.
 
   Args:
     directory: where the bucket files go (removed by the caller).
@@ -52,21 +53,21 @@ class ShuffleBuckets:
   """
 
   def __init__(self, directory: str, bits: int):
-    os.makedirs(directory, exist_ok=True)
+    files.make_folders(directory)
     self.directory = directory
     self.bits = bits
     self._paths = [os.path.join(directory, f"bucket-{index:05d}") for index in range(2**bits)]
-    self._files = [open(path, "wb", buffering=1 << 16) for path in self._paths]
+    self._writers = [files.open_file(path, "wb") for path in self._paths]
     self.num_records = 0
 
   def append(self, chunks: Dict[int, bytes], num_records: int):
     for bucket, chunk in chunks.items():
-      self._files[bucket].write(chunk)
+      self._writers[bucket].write(chunk)
     self.num_records += num_records
 
   def close(self):
-    for file in self._files:
-      file.close()
+    for writer in self._writers:
+      writer.close()
 
   def records_in_order(self, memory_bytes: int) -> Iterator[bytes]:
     """Every record, in the order of (key, pass, document, pair), holding at most about one bucket of
@@ -76,27 +77,26 @@ class ShuffleBuckets:
 
 
 def _sorted_bucket(path: str, bits_used: int, memory_bytes: int) -> Iterator[bytes]:
-  size = os.path.getsize(path)
+  size = files.file_size(path)
   if size > memory_bytes and bits_used < KEY_BITS:
     # Too large for the budget: scatter it by the next bits of the keys, then sort each part.
     split_bits = min(_MAX_SPLIT_BITS, KEY_BITS - bits_used, math.ceil(math.log2(2 * size / max(1, memory_bytes))))
     shift = KEY_BITS - bits_used - split_bits
     parts = [f"{path}.{index:03d}" for index in range(2**split_bits)]
-    files = [open(part, "wb", buffering=1 << 16) for part in parts]
+    writers = [files.open_file(part, "wb") for part in parts]
     try:
       for encoded in _entries_of(path):
-        files[(_HEADER.unpack_from(encoded)[0] >> shift) & (2**split_bits - 1)].write(encoded)
+        writers[(_HEADER.unpack_from(encoded)[0] >> shift) & (2**split_bits - 1)].write(encoded)
     finally:
-      for file in files:
-        file.close()
-    os.remove(path)
+      for writer in writers:
+        writer.close()
+    files.remove(path)
     for part in parts:
       yield from _sorted_bucket(part, bits_used + split_bits, memory_bytes)
     return
 
-  with open(path, "rb") as reader:
-    data = reader.read()
-  os.remove(path)
+  data = files.read_bytes(path)
+  files.remove(path)
   columns = [array.array("Q") for _ in range(6)]  # key, pass, document, pair, record offset, record length
   offset = 0
   while offset < len(data):

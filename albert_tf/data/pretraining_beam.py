@@ -233,6 +233,6 @@ def create_pretraining_data_beam(input_files: Sequence[str], output_files: Seque
       if not summary.instances:
         raise CorpusError(f"No {split} instance could be made from {', '.join(input_files)} with these flags.")
       summaries[split] = summary
-    beam_support.move_into_place([(partial, path) for split in splits
-                                  for partial, path in zip(partials[split], shards[split])])
+    pretraining_corpus.move_into_place([(partial, path) for split in splits
+                                        for partial, path in zip(partials[split], shards[split])])
   return summaries

@@ -24,18 +24,17 @@ import math
 import os
 import random
 import re
-import shutil
 import socket
 import sys
 import uuid
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
+from albert_tf import files
 from albert_tf.data import word_boundaries
 from albert_tf.data.example_encoding import ExampleEncoder
 from albert_tf.data.instances import (Instance, InstanceOptions, SegmentPair, Vocabulary, finish_instance,
                                       plan_segment_pairs)
-from albert_tf.errors import InputFileError, OptionError
-from albert_tf.files import check_inputs_and_outputs, file_exists, output_folders, read_bytes, read_utf8_lines
+from albert_tf.errors import OptionError
 from albert_tf.text import korean_analyzers
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -126,7 +125,7 @@ def read_documents(path: str) -> Iterator[List[str]]:
     DataError: a line that is not UTF-8, naming the file and line.
   """
   document, size = [], 0
-  for _, line in read_utf8_lines(path):
+  for _, line in files.read_utf8_lines(path):
     line = line.strip()
     if line:
       document.append(line)
@@ -247,18 +246,17 @@ def output_dirs(output_files: Sequence[str]) -> Iterator[List[str]]:
   """Creates the folders of `output_files` (local or gs://) and removes what killed runs on this host left in the
   local ones (`remove_stale_work`); yields the folders, sorted. A run that fails inside the block leaves none of
   the folders it created (`files.output_folders`)."""
-  directories = sorted({path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(os.path.abspath(path))
-                        for path in output_files})
-  with output_folders(directories):
-    remove_stale_work([directory for directory in directories if "://" not in directory])
+  directories = sorted({files.parent(path) for path in output_files})
+  with files.output_folders(directories):
+    remove_stale_work([directory for directory in directories if not files.is_remote(directory)])
     yield directories
 
 
 def remove_stale_work(directories: Sequence[str]):
   """Removes the work directories and partial shards that runs on this host left in local `directories` when
-  they were killed (their process is gone)."""
+  they were killed (their process is gone: only a local folder's can be told, by their process ids)."""
   for directory in directories:
-    for name in os.listdir(directory):
+    for name in files.list_folder(directory):
       match = _STALE.match(name)
       if not match or match["host"] != socket.gethostname():
         continue
@@ -271,10 +269,25 @@ def remove_stale_work(directories: Sequence[str]):
         continue  # another user's live process
       path = os.path.join(directory, name)
       print(f"[create_pretraining_data] removing {path}, left by a run that was killed", file=sys.stderr)
-      if os.path.isdir(path):
-        shutil.rmtree(path, ignore_errors=True)
+      files.remove_tree(path)
+
+
+def move_into_place(partials_and_outputs: Sequence[Tuple[str, str]]):
+  """Renames each partial file to its output (on a bucket, a copy), once the whole run has succeeded: all or
+  none, the outputs moved already are removed again if one fails. An output whose partial file was never written
+  (a shard that got no record) is written empty, as Google's tool writes one."""
+  moved = []
+  try:
+    for partial, path in partials_and_outputs:
+      if files.exists(partial):
+        files.rename(partial, path)
       else:
-        os.remove(path)
+        files.write_atomically(path, b"")
+      moved.append(path)
+  except BaseException:
+    for path in moved:
+      files.remove_tree(path)
+    raise
 
 
 def tokenizer_of(tokenizer_spec: TokenizerSpec, model_proto: bytes) -> SentencePieceTokenizer:
@@ -308,7 +321,7 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
       analyzer's package (the korean extra).
     InputFileError, DataError: a SentencePiece model that cannot be read, or without [CLS]/[SEP]/[MASK].
   """
-  check_inputs_and_outputs(input_files, list(output_files) + list(eval_output_files), overwrite)
+  files.check_inputs_and_outputs(input_files, list(output_files) + list(eval_output_files), overwrite)
   if not output_files:
     raise OptionError("No output files.")
   if not 0.0 <= eval_fraction < 1.0:
@@ -318,9 +331,7 @@ def check_run(input_files: Sequence[str], output_files: Sequence[str], eval_outp
                       "and the files they are written to.")
   if dupe_factor < 1:
     raise OptionError(f"--dupe_factor must be at least 1, got {dupe_factor}.")
-  if not file_exists(tokenizer_spec.spm_model_file):
-    raise InputFileError(f"SentencePiece model not found: {tokenizer_spec.spm_model_file}")
-  model_proto = read_bytes(tokenizer_spec.spm_model_file)
+  model_proto = files.read_bytes(files.require_file(tokenizer_spec.spm_model_file, "SentencePiece model"))
   tokenizer_of(tokenizer_spec, model_proto)  # a bad model fails here, before any work
   word_boundaries.check_rule(rule, tokenizer_spec.pretokenizer, tokenizer_spec.spm_model_file)
   if rule == word_boundaries.MORPHEME:

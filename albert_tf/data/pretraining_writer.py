@@ -14,25 +14,26 @@ disk where Google uses memory:
    (`external_shuffle`), so every shard is a uniform random sample of the whole run, as Google's are.
 
 `pretraining_corpus` says how seeds and the record order are defined: the same seed and flags give the same
-bytes whatever `num_workers` and memory budget, and the same as the Apache Beam engine. Shards are written to
-hidden partial files beside them and renamed into place only when everything succeeded; the work directory
-(token stores, buckets) is removed on success, on failure and on Ctrl-C, and one left by a killed run is
-removed by the next run in the same directory.
+bytes whatever `num_workers` and memory budget, and the same as the Apache Beam engine. Shards, local or in a
+bucket, are written to hidden partial files beside them and renamed (on a bucket, copied) into place only when
+everything succeeded. The work directory (token stores, buckets) is on local disk: beside the first local output,
+or in a local temporary folder when the outputs are in a bucket. It is removed on success, on failure and on
+Ctrl-C, and one left beside the outputs by a killed run is removed by the next run in the same directory.
 """
 
+import contextlib
 import os
-import shutil
 from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
+from albert_tf import files
 from albert_tf.data import pretraining_corpus
 from albert_tf.data.external_shuffle import ShuffleBuckets, encode_by_bucket
 from albert_tf.data.instances import InstanceOptions, random_segment_tokens
 from albert_tf.data.pretraining_corpus import EVAL, TRAIN, DataSummary, TokenizerSpec
 from albert_tf.data.token_store import TokenStoreReader, TokenStoreWriter
 from albert_tf.errors import CorpusError, OptionError, OutputError
-from albert_tf.files import partial_path
 from albert_tf.workers import Progress, ordered_workers
 
 __all__ = ["DataSummary", "TokenizerSpec", "create_pretraining_data"]
@@ -118,6 +119,24 @@ def _text_blocks(input_files: Sequence[str], random_seed: int,
       yield split, documents
 
 
+@contextlib.contextmanager
+def _work_dir(output_dirs: Sequence[str]) -> Iterator[str]:
+  """A new local folder for the run's token stores and shuffle buckets, removed with them when the block ends:
+  beside the first local output folder, where the next run removes it if this one is killed
+  (`pretraining_corpus.remove_stale_work`), or a temporary folder when every output is in a bucket."""
+  local_dirs = [directory for directory in output_dirs if not files.is_remote(directory)]
+  if not local_dirs:
+    with files.local_temp_folder(prefix=".albert_data_work-") as work_dir:
+      yield work_dir
+    return
+  work_dir = pretraining_corpus.work_dir_path(local_dirs[0])
+  files.make_folders(work_dir)
+  try:
+    yield work_dir
+  finally:
+    files.remove_tree(work_dir)
+
+
 def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[str],
                             tokenizer_spec: TokenizerSpec, options: InstanceOptions,
                             dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
@@ -127,8 +146,10 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
   """Writes Google-format ALBERT pretraining TFRecords, globally shuffled.
 
   Args:
-    input_files: text files in Google's format (one sentence per line, blank line between documents).
-    output_files: TFRecord shards; records are dealt to them round-robin after the global shuffle.
+    input_files: text files in Google's format (one sentence per line, blank line between documents), local or
+      gs://.
+    output_files: TFRecord shards, local or gs://; records are dealt to them round-robin after the global
+      shuffle.
     tokenizer_spec: the SentencePiece model and its text options.
     options: the instance flags (Google's names and defaults).
     dupe_factor: passes over the corpus, each with fresh random masks and pairs.
@@ -154,16 +175,12 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
                                              dupe_factor, tokenizer_spec, overwrite, options.word_boundaries)
   if num_workers < 1 or memory_bytes < 1:
     raise OptionError("--num_workers and the shuffle memory budget must be positive.")
-  if any("://" in path for path in list(output_files) + list(eval_output_files)):
-    raise OptionError("This engine writes local files; for gs:// outputs run it on Apache Beam (--runner).")
   shards = {TRAIN: list(output_files), EVAL: list(eval_output_files)}
   splits = [split for split in (TRAIN, EVAL) if shards[split]]
-  with pretraining_corpus.output_dirs([path for paths in shards.values() for path in paths]) as output_dirs:
-
+  with (pretraining_corpus.output_dirs([path for paths in shards.values() for path in paths]) as output_dirs,
+        _work_dir(output_dirs) as work_dir):
     tracker = Progress("create_pretraining_data", progress)
-    work_dir = pretraining_corpus.work_dir_path(output_dirs[0])
-    os.makedirs(work_dir)
-    partials = {split: [partial_path(path) for path in shards[split]] for split in splits}
+    partials = {split: [files.partial_path(path) for path in shards[split]] for split in splits}
     init_args = (tokenizer_spec, model_proto, options, random_seed, work_dir)
     try:
       with ordered_workers(num_workers, _init_worker, init_args) as tasks:
@@ -239,16 +256,13 @@ def create_pretraining_data(input_files: Sequence[str], output_files: Sequence[s
           except (OSError, tf.errors.OpError) as error:
             raise OutputError(f"Could not write {', '.join(shards[split])}: "
                               f"{getattr(error, 'message', error)}. No output file was written.") from None
-      for split in splits:
-        for partial, path in zip(partials[split], shards[split]):
-          os.replace(partial, path)
+      pretraining_corpus.move_into_place([(partial, path) for split in splits
+                                          for partial, path in zip(partials[split], shards[split])])
     finally:
       for store_reader in _worker.get("stores", {}).values():
         store_reader.close()
       _worker.clear()
       for paths in partials.values():
         for path in paths:
-          if os.path.exists(path):
-            os.remove(path)
-      shutil.rmtree(work_dir, ignore_errors=True)
+          files.remove_tree(path)
   return summaries

@@ -14,7 +14,6 @@ import concurrent.futures
 import dataclasses
 import json
 import re
-import uuid
 from typing import Dict, NamedTuple, Optional, Sequence
 
 from absl import logging
@@ -26,6 +25,7 @@ from google.protobuf import message
 from albert_tf.data import word_boundaries
 from albert_tf.data.instances import MASKING_RECIPE_FEATURE, MASKING_RECIPE_VALUES, MaskingRecipe
 from albert_tf.errors import DataError
+from albert_tf.files import file_exists, file_size, modification_time_ns, read_json, write_atomically
 
 # Feature name -> (the `tf.train.Feature` kind it is stored as, the flag its length must equal, or the length).
 # `token_boundary` is left out of masked records' features: training never reads it and older files lack it.
@@ -183,8 +183,7 @@ _STATS_FIELDS = {field.name for field in dataclasses.fields(RecordFileStats)}
 
 
 def _fingerprint(path: str) -> Dict[str, int]:
-  stat = tf.io.gfile.stat(path)
-  return {"size": stat.length, "mtime_nsec": stat.mtime_nsec}
+  return {"size": file_size(path), "mtime_nsec": modification_time_ns(path)}
 
 
 def _read_file_stats(path: str, fingerprint: Dict[str, int]) -> RecordFileStats:
@@ -207,22 +206,13 @@ def _read_file_stats(path: str, fingerprint: Dict[str, int]) -> RecordFileStats:
 
 
 def _read_count_cache(cache_file: str) -> Dict[str, dict]:
-  if not tf.io.gfile.exists(cache_file):
+  if not file_exists(cache_file):
     return {}
-  with tf.io.gfile.GFile(cache_file) as f:
-    try:
-      return json.load(f)
-    except json.JSONDecodeError:
-      logging.warning("Ignoring the unreadable record count cache %s; counting again.", cache_file)
-      return {}
-
-
-def _write_count_cache(cache_file: str, cache: Dict[str, dict]) -> None:
-  # Written aside and renamed, so that workers sharing the cache never read half a file.
-  partial = f"{cache_file}.tmp-{uuid.uuid4().hex}"
-  with tf.io.gfile.GFile(partial, "w") as f:
-    json.dump(cache, f, indent=1, sort_keys=True)
-  tf.io.gfile.rename(partial, cache_file, overwrite=True)
+  try:
+    return read_json(cache_file)
+  except DataError:
+    logging.warning("Ignoring the unreadable record count cache %s; counting again.", cache_file)
+    return {}
 
 
 def read_record_stats(files: Sequence[str], cache_file: Optional[str] = None) -> Dict[str, RecordFileStats]:
@@ -262,7 +252,8 @@ def write_record_stats(cache_file: str, stats: Dict[str, RecordFileStats]) -> No
   entries = {path: dataclasses.asdict(file_stats) for path, file_stats in stats.items()}
   if any(cache.get(path) != entry for path, entry in entries.items()):
     cache.update(entries)
-    _write_count_cache(cache_file, cache)
+    # Whole or not at all, so that workers sharing the cache never read half a file.
+    write_atomically(cache_file, json.dumps(cache, indent=1, sort_keys=True))
 
 
 def count_records(files: Sequence[str], cache_file: Optional[str] = None) -> Dict[str, int]:

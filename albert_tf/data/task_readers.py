@@ -13,14 +13,13 @@ The tasks themselves (GLUE's, the Korean benchmarks', a user's TSV) are `albert_
 
 import csv
 import dataclasses
-import glob
 import json
 import math
 import os
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, TaskError, json_error_text
-from albert_tf.files import read_utf8_lines
 
 SPLITS = ("train", "dev", "test")
 SPLIT_FILES = {split: f"{split}.tsv" for split in SPLITS}
@@ -110,7 +109,7 @@ class JsonFields:
 def _read_lines(path: str) -> Iterator[Tuple[int, str]]:
   """`read_utf8_lines`, a line that is not UTF-8 raised as the `TaskError` of every bad task file."""
   try:
-    yield from read_utf8_lines(path)
+    yield from files.read_utf8_lines(path)
   except DataError as error:
     raise TaskError(str(error)) from None
 
@@ -119,11 +118,10 @@ def _read_tsv_rows(path: str, has_header: bool) -> Iterator[Tuple[int, List[str]
   """Yields (1-based line number, fields) of the non-blank rows of a tab-separated UTF-8 file.
 
   Raises:
-    FileNotFoundError: no such file.
+    InputFileError: no such file, or a folder.
     TaskError: a line that is not UTF-8 or cannot be parsed, naming the file and line.
   """
-  if not os.path.isfile(path):
-    raise InputFileError(f"Task data file not found: {path}")
+  files.require_file(path, "Task data file")
   # No quoting, as Google's `_read_tsv` (quotechar=None): GLUE's texts hold unbalanced quotes.
   rows = csv.reader((line for _, line in _read_lines(path)), delimiter="\t", quoting=csv.QUOTE_NONE)
   header_pending = has_header
@@ -201,12 +199,11 @@ def read_json_records(path: str) -> List[Tuple[str, dict]]:
   is ("<file>, record <i>", from 0) for error messages.
 
   Raises:
-    FileNotFoundError: no such file.
+    InputFileError: no such file, or a folder.
     TaskError: a file that is empty, not UTF-8, not JSON, not an array, an empty array, or a record that is not
       an object, naming the file and the line or record.
   """
-  if not os.path.isfile(path):
-    raise InputFileError(f"Task data file not found: {path}")
+  files.require_file(path, "Task data file")
   text = "".join(line for _, line in _read_lines(path))
   if not text.strip():
     raise TaskError(f"{path}: no examples: the file is empty.")
@@ -227,6 +224,21 @@ def read_json_records(path: str) -> List[Tuple[str, dict]]:
       raise TaskError(f"{where}: a JSON {_JSON_TYPES[type(record)]}, not an object.")
     located.append((where, record))
   return located
+
+
+def read_json_file(path: str, what: str) -> object:
+  """The JSON value of a UTF-8 file that a task reads beside its examples (WoS's ontology, KLUE-RE's relations).
+
+  Raises:
+    InputFileError: no such file, or a folder, named as `what` ("Ontology file").
+    TaskError: a file that is not UTF-8 or not JSON, naming the file and the line.
+  """
+  files.require_file(path, what)
+  text = "".join(line for _, line in _read_lines(path))
+  try:
+    return json.loads(text)
+  except json.JSONDecodeError as error:
+    raise TaskError(f"{path}: not valid JSON ({json_error_text(error)}).") from None
 
 
 def _read_json_examples(path: str, guid_prefix: str, fields: JsonFields,
@@ -290,10 +302,8 @@ def split_files(data_path: str, split: str, file_names: Dict[str, SplitFiles]) -
   """The files of `split`, in reading order: `data_path` itself if it is a file, else its file(s) of that split."""
   if split not in SPLITS:
     raise TaskError(f"Unknown split {split!r}; the splits are {', '.join(SPLITS)}.")
-  if not os.path.exists(data_path):
-    raise InputFileError(f"Task data not found: {data_path}")
-  if os.path.isfile(data_path):
-    return [data_path]
+  if not files.is_folder(data_path):
+    return [files.require_file(data_path, "Task data")]
   names = file_names[split]
   return [os.path.join(data_path, name) for name in ((names,) if isinstance(names, str) else names)]
 
@@ -306,13 +316,10 @@ def find_split_file(data_dir: str, split: str, patterns: Sequence[str], task_nam
     InputFileError: `data_dir` is missing, or no pattern matches a file.
     TaskError: a pattern matches several files (which one to read is the user's choice).
   """
-  if not os.path.exists(data_dir):
-    raise InputFileError(f"--data_dir not found: {data_dir}")
-  if os.path.isfile(data_dir):
-    return data_dir
+  if not files.is_folder(data_dir):
+    return files.require_file(data_dir, "--data_dir")
   for pattern in patterns:
-    found = sorted(path for path in glob.glob(os.path.join(glob.escape(data_dir), pattern))
-                   if os.path.isfile(path))
+    found = files.folder_files(data_dir, pattern)
     if len(found) > 1:
       names = ", ".join(os.path.relpath(path, data_dir) for path in found)
       raise TaskError(f"--data_dir {data_dir} holds several {split} files ({names}): keep one.")
@@ -385,7 +392,7 @@ class FileTask(Task):
     return self.layouts["train"].text_b is not None
 
   def read_examples(self, data_path: str, split: str) -> List[Example]:
-    if self.folder is not None and os.path.isdir(os.path.join(data_path, self.folder)):
+    if self.folder is not None and files.is_folder(os.path.join(data_path, self.folder)):
       data_path = os.path.join(data_path, self.folder)
     paths = split_files(data_path, split, self.file_names)
     parse_label = parse_number if self.is_regression else label_in(self.label_list)

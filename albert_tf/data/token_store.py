@@ -1,6 +1,6 @@
 """A tokenized corpus on disk that any process can read any document of, holding none of it in memory.
 
-Three flat files in a directory: the token ids of every sentence one after another (int32), the offset where
+Three flat files in a local directory: the token ids of every sentence one after another (int32), the offset where
 each sentence starts and ends (int64, with a leading 0), and the sentence offset where each document starts
 and ends (int64, with a leading 0). One process appends whole documents in order; once it has closed the
 store, any number of readers fetch documents by index with a few positioned reads (`os.pread`), so that a
@@ -11,6 +11,8 @@ import os
 from typing import List
 
 import numpy as np
+
+from albert_tf import files
 
 _TOKENS, _SENTENCE_OFFSETS, _DOCUMENT_OFFSETS = "tokens.int32", "sentence_offsets.int64", "document_offsets.int64"
 
@@ -23,27 +25,27 @@ class TokenStoreWriter:
   """
 
   def __init__(self, directory: str, tokens_per_block: int):
-    os.makedirs(directory, exist_ok=True)
+    files.make_folders(directory)
     self.directory = directory
     self.tokens_per_block = tokens_per_block
     self.blocks: List[range] = []
     self._block_start, self._block_tokens = 0, 0
-    self._files = {name: open(os.path.join(directory, name), "wb") for name in
+    self._writers = {name: files.open_file(os.path.join(directory, name), "wb") for name in
                    (_TOKENS, _SENTENCE_OFFSETS, _DOCUMENT_OFFSETS)}
     self.num_documents = 0
     self.num_sentences = 0
     self.num_tokens = 0
     zero = np.zeros(1, np.int64).tobytes()
-    self._files[_SENTENCE_OFFSETS].write(zero)
-    self._files[_DOCUMENT_OFFSETS].write(zero)
+    self._writers[_SENTENCE_OFFSETS].write(zero)
+    self._writers[_DOCUMENT_OFFSETS].write(zero)
 
   def append(self, tokens: np.ndarray, sentence_lengths: np.ndarray, document_sentence_counts: np.ndarray):
     """Appends documents given as their concatenated ids, the length of each sentence, and the number of
     sentences of each document (a document may have none)."""
-    self._files[_TOKENS].write(np.asarray(tokens, np.int32).tobytes())
-    self._files[_SENTENCE_OFFSETS].write((self.num_tokens + np.cumsum(sentence_lengths, dtype=np.int64)).tobytes())
+    self._writers[_TOKENS].write(np.asarray(tokens, np.int32).tobytes())
+    self._writers[_SENTENCE_OFFSETS].write((self.num_tokens + np.cumsum(sentence_lengths, dtype=np.int64)).tobytes())
     sentence_ends = np.cumsum(document_sentence_counts, dtype=np.int64)
-    self._files[_DOCUMENT_OFFSETS].write((self.num_sentences + sentence_ends).tobytes())
+    self._writers[_DOCUMENT_OFFSETS].write((self.num_sentences + sentence_ends).tobytes())
     token_ends = np.concatenate([[0], np.cumsum(sentence_lengths, dtype=np.int64)])[sentence_ends]
     for document_tokens in np.diff(token_ends, prepend=0).tolist():
       self.num_documents += 1
@@ -60,8 +62,8 @@ class TokenStoreWriter:
 
   def close(self):
     self._close_block()
-    for file in self._files.values():
-      file.close()
+    for writer in self._writers.values():
+      writer.close()
 
 
 class TokenStoreReader:

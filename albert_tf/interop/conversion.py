@@ -6,13 +6,11 @@ filled from the source tensor that `weight_names.named_weights` names for it, al
 `read_checkpoint` tells the three kinds apart, and the writing is here.
 """
 
-import glob
 import os
-import shutil
 from typing import Dict, Optional, Sequence, Tuple
 
-from albert_tf.errors import CheckpointMismatchError, InputFileError, OptionError
-from albert_tf.files import check_output_folder
+from albert_tf import files
+from albert_tf.errors import CheckpointMismatchError, OptionError
 from albert_tf.interop import huggingface
 from albert_tf.interop.source_tensors import SPM_FILE, Conversion, fill_variables, recorded_tokenizer_options
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -26,6 +24,9 @@ from albert_tf.text.tokenizer import SentencePieceTokenizer
 SOURCE_FORMATS = ("google", "hf")
 _GOOGLE_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
 _TF_HUB_PREFIX = "module/"
+# Written last when a converted folder is published (`files.staged_folder`): a reader finds a checkpoint by its
+# index (`resolve_checkpoint_path`), so until it is there the folder holds no checkpoint, and then all of it.
+CHECKPOINT_MARKER = f"{CHECKPOINT_NAME}.index"
 
 
 
@@ -98,15 +99,13 @@ def convert_google_checkpoint(path: str, albert_config_file: Optional[str] = Non
 
 def _config_file(directory: str, albert_config_file: Optional[str]) -> str:
   """`albert_config_file`, else the `albert_config.json` in the checkpoint's directory; it must exist."""
-  config_file = albert_config_file or os.path.join(directory, CONFIG_FILE)
-  if not os.path.isfile(config_file):
-    raise InputFileError(f"ALBERT config file not found: {config_file} (pass --albert_config_file).")
-  return config_file
+  return files.require_file(albert_config_file or os.path.join(directory, CONFIG_FILE), "ALBERT config file",
+                            "pass --albert_config_file")
 
 
 def _single_spm_model(directory: str) -> Optional[str]:
   """The one `*.model` file in `directory` (Google's releases ship `30k-clean.model`), if exactly one."""
-  found = glob.glob(os.path.join(glob.escape(directory), "*.model"))
+  found = files.folder_files(directory, "*.model")
   return found[0] if len(found) == 1 else None
 
 
@@ -131,7 +130,7 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
     OptionError: `albert_config_file` given with a Hugging Face folder.
     DataError, CheckpointMismatchError, AlbertConfigError: as `convert_google_checkpoint` and `convert_hf_folder`.
   """
-  if os.path.isdir(path) and huggingface.is_hf_folder(path):
+  if files.is_folder(path) and huggingface.is_hf_folder(path):
     if albert_config_file:
       raise OptionError(f"{path} is a Hugging Face folder, which has its config.json: leave out "
                         "--albert_config_file.")
@@ -143,7 +142,7 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
   config = AlbertConfig.from_json_file(_config_file(directory, albert_config_file))
   model, prefix = checkpoint_lib.build_model_for_checkpoint(config, prefix)
   spm_in_directory = os.path.join(directory, SPM_FILE)
-  spm_model_file = spm_model_file or (spm_in_directory if os.path.isfile(spm_in_directory) else None)
+  spm_model_file = spm_model_file or (spm_in_directory if files.file_exists(spm_in_directory) else None)
   return Conversion(prefix, model, len(model.variables), {}, spm_model_file=spm_model_file,
                     **recorded_tokenizer_options(spm_model_file))
 
@@ -153,8 +152,7 @@ def read_checkpoint(path: str, albert_config_file: Optional[str] = None,
 def check_output_dir(output_dir: str, other_files: Sequence[str] = (), overwrite: bool = False) -> None:
   """Refuses, before any work, a directory that cannot be written or already holds a checkpoint, its config, its
   task.json or one of `other_files` (unless `overwrite`), so that nothing written is lost."""
-  check_output_folder(output_dir, [*other_files, f"{CHECKPOINT_NAME}.index", CONFIG_FILE, TASK_INFO_FILE],
-                      overwrite)
+  files.check_output_folder(output_dir, [*other_files, CHECKPOINT_MARKER, CONFIG_FILE, TASK_INFO_FILE], overwrite)
 
 
 def write_conversion(conversion: Conversion, output_dir: str, overwrite: bool = False) -> Dict[str, str]:
@@ -163,26 +161,31 @@ def write_conversion(conversion: Conversion, output_dir: str, overwrite: bool = 
   `task_heads.TaskHead.run_info`); a checkpoint, config or task.json already in `output_dir` is replaced with
   `overwrite`, else refused.
 
+  `output_dir` (local or in a bucket) gets the files whole or not at all (`files.staged_folder`), the checkpoint's
+  index last (`CHECKPOINT_MARKER`).
+
   Returns:
     The paths written, by file name.
   """
   check_output_dir(output_dir, overwrite=overwrite)
   if conversion.spm_model_file:
     SentencePieceTokenizer(conversion.spm_model_file)  # fails on a bad model before anything is written
-  paths = {name: os.path.join(output_dir, name) for name in (CHECKPOINT_NAME, CONFIG_FILE)}
-  checkpoint_lib.save_checkpoint(conversion.model, paths[CHECKPOINT_NAME])
-  conversion.model.config.to_json_file(paths[CONFIG_FILE])
-  task_head = task_heads.head_of(conversion.model)
-  if task_head is not None and task_head.run_info is not None:
-    paths[TASK_INFO_FILE] = checkpoint_lib.write_task_info(output_dir, task_head.run_info(conversion.model))
-  elif os.path.exists(os.path.join(output_dir, TASK_INFO_FILE)):
-    os.remove(os.path.join(output_dir, TASK_INFO_FILE))  # overwritten: it described the model that was there
-  if conversion.spm_model_file:
-    paths[SPM_FILE] = os.path.join(output_dir, SPM_FILE)
-    shutil.copyfile(conversion.spm_model_file, paths[SPM_FILE])
-    options_file = options_lib.write_options(paths[SPM_FILE], conversion.tokenizer_options)
-    paths[os.path.basename(options_file)] = options_file
-  return paths
+  names = [CHECKPOINT_NAME, CONFIG_FILE]
+  with files.staged_folder(output_dir, CHECKPOINT_MARKER) as staging:
+    checkpoint_lib.save_checkpoint(conversion.model, os.path.join(staging, CHECKPOINT_NAME))
+    conversion.model.config.to_json_file(os.path.join(staging, CONFIG_FILE))
+    task_head = task_heads.head_of(conversion.model)
+    if task_head is not None and task_head.run_info is not None:
+      checkpoint_lib.write_task_info(staging, task_head.run_info(conversion.model))
+      names.append(TASK_INFO_FILE)
+    else:
+      files.remove(os.path.join(output_dir, TASK_INFO_FILE))  # overwritten: it described the model that was there
+    if conversion.spm_model_file:
+      spm_file = os.path.join(staging, SPM_FILE)
+      files.copy_file(conversion.spm_model_file, spm_file)
+      options_file = options_lib.write_options(spm_file, conversion.tokenizer_options)
+      names += [SPM_FILE, os.path.basename(options_file)]
+  return {name: os.path.join(output_dir, name) for name in names}
 
 
 def convert(source_format: str, source: str, output_dir: str, albert_config_file: Optional[str] = None,

@@ -17,17 +17,14 @@ are recorded in `spiece.tokenizer_options.json` for our tools. Each way of writi
 import base64
 import dataclasses
 import functools
-import json
 import os
-import shutil
-import tempfile
 import unicodedata
 from typing import Dict, List, Optional, Sequence
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf.files import read_utf8_lines
+from albert_tf import files
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.tokenizer import (DIACRITICAL_MARKS, SPECIAL_TOKENS, SentencePieceTokenizer,
                                       google_segmentation_model, strip_accents)
@@ -196,12 +193,6 @@ def tokenizer_json(proto: sentencepiece_model_pb2.ModelProto, options: options_l
   }
 
 
-def write_json(path: str, values: Dict, sort_keys: bool = False):
-  with open(path, "w", encoding="utf-8") as writer:
-    json.dump(values, writer, indent=2, ensure_ascii=False, sort_keys=sort_keys)
-    writer.write("\n")
-
-
 def charsmap_for(segmentation: sentencepiece_model_pb2.ModelProto, options: options_lib.TokenizerOptions,
                  setting: HfTokenizerSetting) -> bytes:
   """The charsmap transformers is given under `setting`."""
@@ -217,8 +208,7 @@ def write_tokenizer_files(spm_model_file: str, output_dir: str, options: options
   Args:
     charsmap: `charsmap_for(...)` of the setting.
   """
-  with open(spm_model_file, "rb") as reader:
-    model_bytes = reader.read()
+  model_bytes = files.read_bytes(spm_model_file)
   segmentation = google_segmentation_model(spm_model_file)
   if setting.charsmap_prepares_text:
     proto = sentencepiece_model_pb2.ModelProto()
@@ -227,11 +217,10 @@ def write_tokenizer_files(spm_model_file: str, output_dir: str, options: options
     proto.normalizer_spec.name = f"{proto.normalizer_spec.name or 'identity'}_after_albert_tf_preprocessing"
     model_bytes = proto.SerializeToString()
   paths = {name: os.path.join(output_dir, name) for name in TOKENIZER_FILES}
-  with open(paths[SPM_FILE], "wb") as writer:
-    writer.write(model_bytes)
+  files.write_atomically(paths[SPM_FILE], model_bytes)
   tokenizer = tokenizer_json(segmentation, options, charsmap)
-  write_json(paths["tokenizer.json"], tokenizer)
-  write_json(paths["tokenizer_config.json"], {
+  files.write_json(paths["tokenizer.json"], tokenizer)
+  files.write_json(paths["tokenizer_config.json"], {
       "added_tokens_decoder": {str(token["id"]): {k: v for k, v in token.items() if k != "id"}
                                for token in tokenizer["added_tokens"]},
       "bos_token": "[CLS]", "cls_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
@@ -243,7 +232,7 @@ def write_tokenizer_files(spm_model_file: str, output_dir: str, options: options
       # would then feed segment B as segment 0, and a pair model would answer another question.
       "model_input_names": list(MODEL_INPUT_NAMES),
   })
-  write_json(paths["special_tokens_map.json"], {
+  files.write_json(paths["special_tokens_map.json"], {
       "bos_token": "[CLS]", "cls_token": "[CLS]", "eos_token": "[SEP]", "sep_token": "[SEP]",
       "unk_token": "<unk>", "pad_token": "<pad>",
       "mask_token": {k: v for k, v in _special_token("[MASK]").items() if k != "special"},
@@ -320,7 +309,7 @@ def parity_texts(tokenizer: SentencePieceTokenizer, parity_text_files: Sequence[
       pieces.append(text)
   user_lines = []
   for path in parity_text_files:
-    for number, line in read_utf8_lines(path):
+    for number, line in files.read_utf8_lines(path):
       if number > MAX_PARITY_LINES:
         break
       if line.strip():
@@ -355,9 +344,10 @@ def write_measured_tokenizer_files(spm_model_file: str, output_dir: str, options
                                    parity_text_files: Sequence[str] = ()) -> (Dict[str, str], ParityReport):
   """Writes the tokenizer files with the setting under which transformers best reproduces our ids.
 
-  Every setting of `settings_for(options)` is written to a scratch folder and measured with `measure_parity`
-  on `parity_texts`; the best (the first on a tie) is written to `output_dir`. Without transformers installed,
-  the first setting is written unmeasured.
+  Every setting of `settings_for(options)` is written to a local scratch folder (transformers reads local files
+  only; never the user's folder, which may be a bucket) and measured with `measure_parity` on `parity_texts`; the
+  best (the first on a tie) is written to `output_dir`. Without transformers installed, the first setting is
+  written unmeasured.
 
   Returns:
     The paths written by file name, and the report.
@@ -374,13 +364,10 @@ def write_measured_tokenizer_files(spm_model_file: str, output_dir: str, options
   else:
     charsmaps = {setting.name: charsmap_for(segmentation, options, setting) for setting in settings}
     all_texts = texts["pieces"] + texts["probes"] + texts["user"]
-    scratch = tempfile.mkdtemp(prefix=".tokenizer_parity.", dir=output_dir)
-    try:
+    with files.local_temp_folder(prefix="albert_tf.tokenizer_parity.") as scratch:
       for setting in settings:
         write_tokenizer_files(spm_model_file, scratch, options, setting, charsmaps[setting.name], model_max_length)
         report.measured[setting.name] = measure_parity(scratch, reference, all_texts)
-    finally:
-      shutil.rmtree(scratch, ignore_errors=True)
     report.chosen = max(settings, key=lambda setting: report.worst(setting).rate)
   paths = write_tokenizer_files(spm_model_file, output_dir, options, report.chosen, charsmaps[report.chosen.name],
                                 model_max_length)

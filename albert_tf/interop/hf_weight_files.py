@@ -1,5 +1,5 @@
 """Hugging Face's weight files: the safetensors format, read and written with NumPy alone (without the
-safetensors package), and a folder's weights read from whichever files it has."""
+safetensors package), and a folder's weights read from whichever files it has (local or in a bucket)."""
 
 import json
 import os
@@ -8,6 +8,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, json_error_text
 
 _WRITE_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
@@ -31,7 +32,7 @@ def write_safetensors(path: str, tensors: Dict[str, np.ndarray], metadata: Optio
     offset += size
   header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
   header_bytes += b" " * (-len(header_bytes) % 8)  # tensors start 8-byte aligned
-  with open(path, "wb") as writer:
+  with files.open_file(path, "wb") as writer:
     writer.write(struct.pack("<Q", len(header_bytes)))
     writer.write(header_bytes)
     for name in sorted(tensors):
@@ -44,8 +45,7 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
   Raises:
     DataError: naming the file, when it is not a safetensors file or is cut short.
   """
-  with open(path, "rb") as reader:
-    content = reader.read()
+  content = files.read_bytes(path)
   # The header's size is checked against the file's: in a file of another kind its first 8 bytes may say anything.
   if len(content) < 8 or (header_size := struct.unpack("<Q", content[:8])[0]) > len(content) - 8:
     raise DataError(f"{path}: not a safetensors file, or cut short (the header its first 8 bytes announce does not "
@@ -81,22 +81,21 @@ def read_hf_weights(folder: str) -> Dict[str, np.ndarray]:
   safetensors_file = os.path.join(folder, "model.safetensors")
   index_file = os.path.join(folder, "model.safetensors.index.json")
   pytorch_file = os.path.join(folder, "pytorch_model.bin")
-  if os.path.isfile(safetensors_file):
+  if files.file_exists(safetensors_file):
     return read_safetensors(safetensors_file)
-  if os.path.isfile(index_file):
-    with open(index_file, "rb") as reader:
-      try:
-        shards = sorted(set(json.loads(reader.read())["weight_map"].values()))
-      except json.JSONDecodeError as error:
-        raise DataError(f"{index_file}: not valid JSON ({json_error_text(error)}).") from None
-      except (UnicodeDecodeError, TypeError, KeyError, AttributeError):
-        raise DataError(f"{index_file}: not a safetensors index (a JSON object whose weight_map names each "
-                        "tensor's shard).") from None
+  if files.file_exists(index_file):
+    try:
+      shards = sorted(set(json.loads(files.read_bytes(index_file))["weight_map"].values()))
+    except json.JSONDecodeError as error:
+      raise DataError(f"{index_file}: not valid JSON ({json_error_text(error)}).") from None
+    except (UnicodeDecodeError, TypeError, KeyError, AttributeError):
+      raise DataError(f"{index_file}: not a safetensors index (a JSON object whose weight_map names each "
+                      "tensor's shard).") from None
     tensors = {}
     for shard in shards:
       tensors.update(read_safetensors(os.path.join(folder, shard)))
     return tensors
-  if os.path.isfile(pytorch_file):
+  if files.file_exists(pytorch_file):
     return _read_pytorch_weights(pytorch_file)
   raise InputFileError(f"No weights in {folder}: expected model.safetensors, model.safetensors.index.json "
                        "or pytorch_model.bin.")
@@ -108,9 +107,10 @@ def _read_pytorch_weights(path: str) -> Dict[str, np.ndarray]:
   except ImportError:
     raise DataError(f"Reading {path} needs PyTorch (pip install torch); a folder with model.safetensors "
                     "needs nothing more.") from None
-  try:
-    state_dict = torch.load(path, map_location="cpu", weights_only=True)
-  except Exception as error:  # pylint: disable=broad-except; torch raises many types for a damaged file
-    raise DataError(f"{path}: not a PyTorch weights file, or cut short ({error}).") from None
+  with files.local_copy(path) as local_path:  # torch reads local files only
+    try:
+      state_dict = torch.load(local_path, map_location="cpu", weights_only=True)
+    except Exception as error:  # pylint: disable=broad-except; torch raises many types for a damaged file
+      raise DataError(f"{path}: not a PyTorch weights file, or cut short ({error}).") from None
   return {name: (tensor.float() if tensor.is_floating_point() else tensor).numpy()
           for name, tensor in state_dict.items()}

@@ -13,14 +13,13 @@ nothing (`source_tensors`).
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from albert_tf.errors import AlbertConfigError, InputFileError, OptionError
-from albert_tf.files import check_output_folder
+from albert_tf import files
+from albert_tf.errors import AlbertConfigError, OptionError
 from albert_tf.interop import hf_tokenizer
 from albert_tf.interop import sentence_transformers_folders as st_folders
 from albert_tf.interop.hf_weight_files import read_hf_weights, write_safetensors
@@ -114,15 +113,16 @@ class HfExport:
   sentence_transformers: Optional[st_folders.SentenceTransformersHead] = None
 
 
+HF_CONFIG_FILE = "config.json"
 # What an export writes that identifies a Hugging Face folder: a folder holding one of them is not written into
 # without `overwrite`.
-HF_FOLDER_FILES = ("config.json", "model.safetensors") + hf_tokenizer.TOKENIZER_FILES
+HF_FOLDER_FILES = (HF_CONFIG_FILE, "model.safetensors") + hf_tokenizer.TOKENIZER_FILES
 
 
 def check_hf_output_dir(output_dir: str, overwrite: bool = False):
   """Refuses, before any work, an `output_dir` that cannot be a folder or already holds a Hugging Face model's
   files (unless `overwrite`)."""
-  check_output_folder(output_dir, HF_FOLDER_FILES, overwrite)
+  files.check_output_folder(output_dir, HF_FOLDER_FILES, overwrite)
 
 
 def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
@@ -137,9 +137,13 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
   ALBERT classes), and the folder is also a sentence-transformers model (see `sentence_transformers_files`):
   with the tokenizer files, `SentenceTransformer(output_dir)` computes its embedding.
 
+  The folder appears whole or not at all (`files.staged_folder`): written aside, then renamed into place on local
+  disk or uploaded to a bucket, `config.json` last (transformers reads it first, so a half-uploaded folder is not
+  taken for a model).
+
   Args:
     model: the model, with its weights restored.
-    output_dir: created if needed.
+    output_dir: a folder, local or in a bucket; created if needed.
     spm_model_file: the SentencePiece model; adds the tokenizer files when given.
     tokenizer_options: the options the model was trained with; default: what is recorded beside
       `spm_model_file` (see `albert_tf.text.tokenizer_options`).
@@ -161,8 +165,7 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
     SentencePieceTokenizer(spm_model_file)  # fails on a bad model before anything is written
     tokenizer_options = tokenizer_options or options_lib.resolve_options(spm_model_file)
     for path in parity_text_files:
-      if not os.path.isfile(path):
-        raise InputFileError(f"--parity_text file not found: {path}")
+      files.require_file(path, "--parity_text file")
   encoder = getattr(model, "encoder", model)
   tensors = hf_state_dict(model)  # refuses a head transformers lacks before anything is written
   sentence_head = None
@@ -171,31 +174,32 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
   elif max_seq_length is not None:
     raise OptionError("--max_seq_length is the length sentence-transformers cuts texts to, written for a sentence "
                       "encoder; this model is not one.")
-  elif os.path.isfile(os.path.join(output_dir, st_folders.ST_MODULES_FILE)):
+  elif files.file_exists(os.path.join(output_dir, st_folders.ST_MODULES_FILE)):
     # Its modules.json would go on describing the sentence encoder that was there.
     raise OptionError(f"{output_dir} holds a sentence-transformers model ({st_folders.ST_MODULES_FILE}); choose "
                       "another --output_dir for this model (nothing was written).")
-  os.makedirs(output_dir, exist_ok=True)
-  paths = {name: os.path.join(output_dir, name) for name in ("config.json", "model.safetensors")}
   config = dict(hf_config_dict(encoder.config), **_architecture_config(model))
-  hf_tokenizer.write_json(paths["config.json"], config, sort_keys=True)
-  write_safetensors(paths["model.safetensors"], tensors, metadata={"format": "pt"})
-  if sentence_head is not None:
-    paths.update(st_folders.write_sentence_transformers_files(
-        output_dir, st_folders.sentence_transformers_files(sentence_head)))
-  if not spm_model_file:
-    return HfExport(paths, sentence_transformers=sentence_head)
-  tokenizer_paths, report = hf_tokenizer.write_measured_tokenizer_files(
-      spm_model_file, output_dir, tokenizer_options, encoder.config.max_position_embeddings, parity_text_files)
-  return HfExport(dict(paths, **tokenizer_paths), report, sentence_head)
+  report = None
+  with files.staged_folder(output_dir, HF_CONFIG_FILE) as staging:
+    files.write_json(os.path.join(staging, HF_CONFIG_FILE), config, sort_keys=True)
+    write_safetensors(os.path.join(staging, "model.safetensors"), tensors, metadata={"format": "pt"})
+    names = [HF_CONFIG_FILE, "model.safetensors"]
+    if sentence_head is not None:
+      names += st_folders.write_sentence_transformers_files(staging,
+                                                            st_folders.sentence_transformers_files(sentence_head))
+    if spm_model_file:
+      tokenizer_paths, report = hf_tokenizer.write_measured_tokenizer_files(
+          spm_model_file, staging, tokenizer_options, encoder.config.max_position_embeddings, parity_text_files)
+      names += tokenizer_paths
+  return HfExport({name: os.path.join(output_dir, name) for name in names}, report, sentence_head)
 
 
 # --- Reading ------------------------------------------------------------------------------------------------
 
 def is_hf_folder(path: str) -> bool:
-  """Whether `path` is a Hugging Face model folder: a `config.json` and a weights file."""
-  return os.path.isfile(os.path.join(path, "config.json")) and any(
-      os.path.isfile(os.path.join(path, name))
+  """Whether `path` (local or in a bucket) is a Hugging Face model folder: a `config.json` and a weights file."""
+  return files.file_exists(os.path.join(path, HF_CONFIG_FILE)) and any(
+      files.file_exists(os.path.join(path, name))
       for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"))
 
 
@@ -205,7 +209,7 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
 
   Args:
     folder: holds `config.json` and `model.safetensors`, a sharded `model.safetensors.index.json`, or
-      `pytorch_model.bin` (read with PyTorch).
+      `pytorch_model.bin` (read with PyTorch); local or in a bucket.
     spm_model_file: the SentencePiece model; default the folder's `spiece.model` if there is one.
 
   Returns:
@@ -218,11 +222,8 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
     AlbertConfigError: a config.json this package cannot compute exactly.
     CheckpointMismatchError: listing every tensor that does not fit the config.
   """
-  config_file = os.path.join(folder, "config.json")
-  if not os.path.isfile(config_file):
-    raise InputFileError(f"Hugging Face config not found: {config_file}")
-  with open(config_file, encoding="utf-8") as reader:
-    values = json.load(reader)
+  config_file = files.require_file(os.path.join(folder, HF_CONFIG_FILE), "Hugging Face config")
+  values = files.read_json(config_file, "a Hugging Face config")
   config = _config_from_hf(values, config_file)
   tensors = read_hf_weights(folder)
   ignored = {"tied decoder copies": 0, "position_ids buffers": 0}
@@ -264,7 +265,7 @@ def convert_hf_folder(folder: str, spm_model_file: Optional[str] = None) -> Conv
       f"Does {config_file} belong to these weights? Task heads (e.g. classifier, qa_outputs) have no place "
       "in an ALBERT pretraining model.", problems)
   spm_in_folder = os.path.join(folder, SPM_FILE)
-  spm_model_file = spm_model_file or (spm_in_folder if os.path.isfile(spm_in_folder) else None)
+  spm_model_file = spm_model_file or (spm_in_folder if files.file_exists(spm_in_folder) else None)
   return Conversion(folder, model, num_tensors, ignored, notes, spm_model_file,
                     **(recorded_tokenizer_options(spm_model_file) or _hf_tokenizer_options(folder)))
 
@@ -307,9 +308,8 @@ def _drop_identity_projection(tensors: Dict[str, np.ndarray], projection: str, h
 def _hf_tokenizer_options(folder: str) -> Dict:
   """The options a Hugging Face folder's `tokenizer_config.json` sets, over transformers' defaults (Google's)."""
   path = os.path.join(folder, "tokenizer_config.json")
-  if not os.path.isfile(path):
+  if not files.file_exists(path):
     return {"tokenizer_options_source": "transformers' defaults (no tokenizer_config.json)"}
-  with open(path, encoding="utf-8") as reader:
-    values = json.load(reader)
+  values = files.read_json(path, "a Hugging Face tokenizer config")
   given = {name: values[name] for name in ("do_lower_case", "keep_accents") if isinstance(values.get(name), bool)}
   return {"tokenizer_options": options_lib.TokenizerOptions(**given), "tokenizer_options_source": path}

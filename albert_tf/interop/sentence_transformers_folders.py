@@ -14,8 +14,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from albert_tf import files
 from albert_tf.errors import DataError, OptionError
-from albert_tf.interop import hf_tokenizer
 from albert_tf.interop.hf_weight_files import read_hf_weights, write_safetensors
 from albert_tf.modeling.layers.pooling import POOLING_MODES
 
@@ -116,7 +116,7 @@ def sentence_transformers_files(head: SentenceTransformersHead) -> Dict[str, obj
   the tokenizer files lower-case where the model was trained so.
   """
   modules = [("Transformer", ""), ("Pooling", "1_Pooling")]
-  files = {
+  contents = {
       ST_MODEL_CONFIG: {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
                         "similarity_fn_name": "cosine"},
       ST_TRANSFORMER_CONFIG: {"max_seq_length": head.max_seq_length, "do_lower_case": head.do_lower_case},
@@ -125,40 +125,39 @@ def sentence_transformers_files(head: SentenceTransformersHead) -> Dict[str, obj
   }
   for layer in head.dense:
     path = f"{len(modules)}_Dense"
-    files[f"{path}/config.json"] = {"in_features": layer.kernel.shape[0], "out_features": layer.kernel.shape[1],
+    contents[f"{path}/config.json"] = {"in_features": layer.kernel.shape[0], "out_features": layer.kernel.shape[1],
                                     "bias": layer.bias is not None,
                                     "activation_function": _ST_ACTIVATIONS[layer.activation]}
     tensors = {"linear.weight": np.ascontiguousarray(layer.kernel.T)}
     if layer.bias is not None:
       tensors["linear.bias"] = layer.bias
-    files[f"{path}/model.safetensors"] = tensors
+    contents[f"{path}/model.safetensors"] = tensors
     modules.append(("Dense", path))
   if head.normalize:
     modules.append(("Normalize", f"{len(modules)}_Normalize"))  # no files: its folder only, as the library's
-  files[ST_MODULES_FILE] = [{"idx": index, "name": str(index), "path": path, "type": _ST_MODULE_TYPE.format(kind)}
+  contents[ST_MODULES_FILE] = [{"idx": index, "name": str(index), "path": path, "type": _ST_MODULE_TYPE.format(kind)}
                             for index, (kind, path) in enumerate(modules)]
-  return files
+  return contents
 
 
-def write_sentence_transformers_files(output_dir: str, files: Dict[str, object]) -> Dict[str, str]:
+def write_sentence_transformers_files(output_dir: str, contents: Dict[str, object]) -> Dict[str, str]:
   """Writes `sentence_transformers_files(...)` into `output_dir`, each module in its folder; returns the paths
   by name."""
-  for entry in files[ST_MODULES_FILE]:
-    os.makedirs(os.path.join(output_dir, entry["path"]), exist_ok=True)
+  for entry in contents[ST_MODULES_FILE]:
+    files.make_folders(os.path.join(output_dir, entry["path"]))
   paths = {}
-  for name, content in files.items():
+  for name, content in contents.items():
     path = paths[name] = os.path.join(output_dir, name)
     if name.endswith(".safetensors"):
       write_safetensors(path, content, metadata={"format": "pt"})
     else:
-      hf_tokenizer.write_json(path, content)
+      files.write_json(path, content)
   return paths
 
 
 def _read_json(path: str):
   try:
-    with open(path, encoding="utf-8") as reader:
-      return json.load(reader)
+    return json.loads(files.read_bytes(path).decode("utf-8"))
   except (UnicodeDecodeError, json.JSONDecodeError) as error:
     raise DataError(f"{path} is not valid JSON: {error}") from None
 
@@ -168,7 +167,7 @@ def _module_config(module_dir: str, names: Sequence[str]) -> Dict:
   module's defaults, as sentence-transformers takes them)."""
   for name in names:
     path = os.path.join(module_dir, name)
-    if os.path.isfile(path):
+    if files.file_exists(path):
       values = _read_json(path)
       if not isinstance(values, dict):
         raise DataError(f"{path} is not a JSON object of the module's settings.")
@@ -223,7 +222,7 @@ def tokenizer_max_length(folder: str) -> Optional[int]:
   """The `model_max_length` of a folder's `tokenizer_config.json`: what sentence-transformers cuts texts to where
   `sentence_bert_config.json` does not say (at most `max_position_embeddings`); None without one."""
   path = os.path.join(folder, "tokenizer_config.json")
-  values = _read_json(path) if os.path.isfile(path) else {}
+  values = _read_json(path) if files.file_exists(path) else {}
   length = values.get("model_max_length") if isinstance(values, dict) else None
   return length if isinstance(length, int) and length > 0 else None
 
@@ -237,7 +236,7 @@ def read_sentence_transformers_head(folder: str) -> Optional[SentenceTransformer
       another activation), modules in another order, or a file that does not describe its module.
   """
   modules_file = os.path.join(folder, ST_MODULES_FILE)
-  if not os.path.isfile(modules_file):
+  if not files.file_exists(modules_file):
     return None
   entries = _read_json(modules_file)
   if not (isinstance(entries, list) and entries and all(

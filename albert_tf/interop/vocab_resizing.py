@@ -23,7 +23,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.errors import DataError, InputFileError, OptionError
+from albert_tf import files
+from albert_tf.errors import DataError, OptionError
 from albert_tf.interop import conversion
 from albert_tf.interop.source_tensors import Conversion
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -189,8 +190,7 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
   options = options_lib.resolve_options(spm_model_file, do_lower_case, keep_accents)
   old_tokenizer = SentencePieceTokenizer(spm_model_file, options.do_lower_case, options.keep_accents)
   for path in parity_text_files:
-    if not os.path.isfile(path):
-      raise InputFileError(f"--parity_text file not found: {path}")
+    files.require_file(path, "--parity_text file")
   source = None
   if init_checkpoint:
     source = conversion.read_checkpoint(init_checkpoint, albert_config_file, spm_model_file)
@@ -215,14 +215,19 @@ def extend_vocabulary(spm_model_file: str, output_dir: str, input_patterns: Unio
   resized = None
   if source is not None:
     resized, result.rows_from_sub_pieces = _resized_model(source.model, spm_model_file, pieces, old_tokenizer.unk_id)
-  os.makedirs(output_dir, exist_ok=True)
-  if resized is not None:
-    result.paths = {name: os.path.join(output_dir, name) for name in (checkpoint_lib.CHECKPOINT_NAME, CONFIG_FILE)}
-    checkpoint_lib.save_checkpoint(resized, result.paths[checkpoint_lib.CHECKPOINT_NAME])
-    getattr(resized, "encoder", resized).config.to_json_file(result.paths[CONFIG_FILE])
-  model_file = vocab_extension.write_model(merged, os.path.join(output_dir, SPM_PREFIX), options)
-  for path in (model_file, model_file[:-len(".model")] + ".vocab", options_lib.options_file(model_file)):
-    result.paths[os.path.basename(path)] = path
+  # Published whole (`files.staged_folder`), the file a reader looks for last: the checkpoint's index, or without a
+  # checkpoint the SentencePiece model (`vocab_extension.write_model` writes it last for the same reason).
+  marker = conversion.CHECKPOINT_MARKER if resized is not None else f"{SPM_PREFIX}.model"
+  with files.staged_folder(output_dir, marker) as staging:
+    names = []
+    if resized is not None:
+      checkpoint_lib.save_checkpoint(resized, os.path.join(staging, checkpoint_lib.CHECKPOINT_NAME))
+      getattr(resized, "encoder", resized).config.to_json_file(os.path.join(staging, CONFIG_FILE))
+      names += [checkpoint_lib.CHECKPOINT_NAME, CONFIG_FILE]
+    model_file = vocab_extension.write_model(merged, os.path.join(staging, SPM_PREFIX), options)
+    names += [os.path.basename(path) for path in (model_file, model_file[:-len(".model")] + ".vocab",
+                                                  options_lib.options_file(model_file))]
+  result.paths = {name: os.path.join(output_dir, name) for name in names}
   return result
 
 

@@ -12,15 +12,17 @@ that does not fit a checkpoint is reported whole, never half-restored or silentl
 """
 
 import contextlib
-import json
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import tensorflow as tf
 
+from google.protobuf import text_format
 from tensorflow.core.protobuf import trackable_object_graph_pb2
+from tensorflow.python.training import checkpoint_state_pb2  # the `checkpoint` file's message; tf.train has none
 
+from albert_tf import files
 from albert_tf.errors import CheckpointMismatchError, DataError, InputFileError
 from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import AlbertConfig
@@ -31,6 +33,7 @@ from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 MODEL_KEY = "model"
 # The prefix of checkpoints in a run or conversion directory (Google's): model.ckpt-<step>, model.ckpt.
 CHECKPOINT_NAME = "model.ckpt"
+STATE_FILE = "checkpoint"  # TensorFlow's: the latest checkpoint of a directory, and those kept
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # The heads of `AlbertPretrainer` (attribute = checkpoint child names), as messages call them.
 HEADS = {"masked_lm_head": "masked-LM head", "sentence_order_head": "sentence-order head"}
@@ -45,16 +48,16 @@ _MAX_LISTED = 25
 
 
 def resolve_checkpoint_path(path: str) -> str:
-  """A checkpoint prefix from a prefix or a directory (meaning the latest checkpoint in it)."""
-  if os.path.isdir(path):
+  """A checkpoint prefix from a prefix or a directory (meaning the latest checkpoint in it), local or remote."""
+  if files.is_folder(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
-      indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")), key=checkpoint_number)
+      indexes = sorted(files.folder_files(path, "*.index"), key=checkpoint_number)
       if not indexes:
         raise InputFileError(f"No checkpoint found in directory {path} (no 'checkpoint' file, no *.index).")
       latest = indexes[-1][:-len(".index")]
     return latest
-  if not tf.io.gfile.exists(path + ".index"):
+  if not files.file_exists(path + ".index"):
     raise InputFileError(f"Checkpoint not found: {path} (expected {path}.index).")
   return path
 
@@ -73,12 +76,15 @@ def reading_checkpoint(prefix: str):
 
 
 class CheckpointReader:
-  """`tf.train.load_checkpoint(prefix)`, whose reads raise a DataError naming the checkpoint when it is damaged."""
+  """A reader of the checkpoint `prefix` (`tf.train.load_checkpoint`'s), whose reads raise a DataError naming the
+  checkpoint when it is damaged."""
 
   def __init__(self, prefix: str):
     self.prefix = prefix
     with reading_checkpoint(prefix):
-      self._reader = tf.train.load_checkpoint(prefix)
+      # Not load_checkpoint, which reads a prefix as a folder where a file system calls it one (TensorFlow's
+      # ram://, beside the prefix's files): the prefix is resolved already.
+      self._reader = tf.compat.v1.train.NewCheckpointReader(prefix)
 
   def get_variable_to_shape_map(self) -> Dict[str, List[int]]:
     return self._reader.get_variable_to_shape_map()
@@ -100,12 +106,18 @@ def checkpoint_number(index_path: str) -> int:
 def save_checkpoint(model: tf.Module, prefix: str) -> str:
   """Writes the model's variables to `prefix` and marks it the latest checkpoint of its directory.
 
-  Returns the prefix written; `restore_checkpoint` accepts it, or its directory.
+  The `checkpoint` file names it relative to the directory, as `tf.train.CheckpointManager` does, so that the
+  folder can be moved or published elsewhere (`files.staged_folder`). Returns the prefix written;
+  `restore_checkpoint` accepts it, or its directory.
   """
   directory = os.path.dirname(prefix) or "."
-  tf.io.gfile.makedirs(directory)
+  files.make_folders(directory)
   written = tf.train.Checkpoint(**{MODEL_KEY: model}).write(prefix)
-  tf.compat.v1.train.update_checkpoint_state(directory, written, all_model_checkpoint_paths=[written])
+  # Written here: TensorFlow's update_checkpoint_state keeps an absolute local path absolute, and mangles a
+  # relative name in a bucket (it takes gs://... for a path relative to the working directory).
+  name = os.path.basename(written)
+  state = checkpoint_state_pb2.CheckpointState(model_checkpoint_path=name, all_model_checkpoint_paths=[name])
+  files.write_atomically(os.path.join(directory, STATE_FILE), text_format.MessageToString(state))
   return written
 
 
@@ -278,19 +290,15 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
 def read_task_info(prefix: str) -> Dict:
   """The task.json that fine-tuning wrote beside a checkpoint ({} when there is none)."""
   info_file = os.path.join(os.path.dirname(prefix), TASK_INFO_FILE)
-  if not os.path.exists(info_file):
+  if not files.exists(info_file):
     return {}
-  with open(info_file, encoding="utf-8") as reader:
-    return json.load(reader)
+  return files.read_json(info_file, f"the {TASK_INFO_FILE} of a checkpoint")
 
 
 def write_task_info(directory: str, info: Dict) -> str:
   """Writes `info` as the task.json of the checkpoints in `directory` (what `read_task_info` reads); returns its
   path."""
-  info_file = os.path.join(directory, TASK_INFO_FILE)
-  with open(info_file, "w", encoding="utf-8") as writer:
-    json.dump(info, writer, indent=2)
-  return info_file
+  return files.write_json(os.path.join(directory, TASK_INFO_FILE), info)
 
 
 def sentence_encoder_model(config: AlbertConfig, prefix: str) -> AlbertSentenceEncoder:

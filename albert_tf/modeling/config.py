@@ -7,9 +7,9 @@ Hugging Face `config.json` files, which share Google's keys and add a few of the
 import copy
 import dataclasses
 import json
-import os
 from typing import Any, Dict, Optional
 
+from albert_tf import files
 from albert_tf.errors import AlbertConfigError, InputFileError, OptionError
 
 # The config's file name in a run, export or conversion directory (Google's).
@@ -100,13 +100,12 @@ class AlbertConfig:
   @classmethod
   def from_json_file(cls, path: str) -> "AlbertConfig":
     """Reads Google's `albert_config.json` or a Hugging Face `config.json`."""
-    if not os.path.isfile(path):
+    if not files.file_exists(path):
       raise InputFileError(f"ALBERT config file not found: {path}")
-    with open(path, encoding="utf-8") as reader:
-      try:
-        values = json.load(reader)
-      except json.JSONDecodeError as error:
-        raise AlbertConfigError(f"ALBERT config {path} is not valid JSON: {error}") from None
+    try:
+      values = json.loads(files.read_text(path))
+    except json.JSONDecodeError as error:
+      raise AlbertConfigError(f"ALBERT config {path} is not valid JSON: {error}") from None
     return cls.from_dict(values, source=path)
 
   def to_dict(self) -> Dict[str, Any]:
@@ -119,8 +118,8 @@ class AlbertConfig:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
   def to_json_file(self, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as writer:
-      writer.write(self.to_json_string())
+    """Writes the config to a local or remote `path`, whole or not at all."""
+    files.write_atomically(path, self.to_json_string())
 
   @property
   def attention_head_size(self) -> int:

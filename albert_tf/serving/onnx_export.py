@@ -23,16 +23,14 @@ import importlib
 import logging
 import math
 import os
-import shutil
-import tempfile
 import time
 from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
-from albert_tf.files import check_output_folder, output_folders, read_bytes
 from albert_tf.interop import hf_tokenizer
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.text import tokenizer_options as options_lib
@@ -103,37 +101,36 @@ def _converter():
 
 
 def check_onnx_output_dir(saved_model_dir: str, output_dir: str, overwrite: bool = False):
-  """Refuses, before any work, an `output_dir` that cannot be a folder, already holds an export's files (unless
-  `overwrite`), or lies inside the SavedModel (a version folder that a model server loads stays as written)."""
-  if "://" in output_dir:
-    raise OptionError(f"--output_dir {output_dir}: the ONNX folder is written locally; copy it after.")
-  check_output_folder(output_dir, ONNX_FOLDER_FILES, overwrite)
-  if "://" not in saved_model_dir:
-    inside = os.path.realpath(output_dir)
-    source = os.path.realpath(saved_model_dir)
-    if inside == source or inside.startswith(source.rstrip(os.sep) + os.sep):
-      raise OptionError(f"--output_dir {output_dir} is inside the SavedModel {saved_model_dir}; choose a folder "
-                        "outside it (nothing was written).")
+  """Refuses, before any work, an `output_dir` (local or a bucket) that cannot be a folder, already holds an export's
+  files (unless `overwrite`), or lies inside the SavedModel (a version folder that a model server loads stays as
+  written)."""
+  files.check_output_folder(output_dir, ONNX_FOLDER_FILES, overwrite)
+  if files.is_remote(output_dir) != files.is_remote(saved_model_dir):
+    return
+  inside, source = output_dir.rstrip("/"), saved_model_dir.rstrip("/")
+  if not files.is_remote(output_dir):
+    inside, source = os.path.realpath(output_dir), os.path.realpath(saved_model_dir)
+  if inside == source or inside.startswith(source.rstrip("/") + "/"):
+    raise OptionError(f"--output_dir {output_dir} is inside the SavedModel {saved_model_dir}; choose a folder "
+                      "outside it (nothing was written).")
 
 
 def check_saved_model_dir(saved_model_dir: str):
   """Refuses, before any work, a `saved_model_dir` that is not a SavedModel of `export_saved_model`.
 
   Raises:
-    InputFileError: no such folder, a file, or a folder that holds no SavedModel (an export directory's
-      versions are named).
+    InputFileError: no such folder (local or in a bucket), a file, or a folder that holds no SavedModel (an export
+      directory's versions are named).
     DataError: a SavedModel without the assets of ours.
   """
-  gfile = tf.io.gfile
-  if not gfile.exists(saved_model_dir):
+  if not files.exists(saved_model_dir):
     raise InputFileError(f"SavedModel not found: {saved_model_dir}")
-  if not gfile.isdir(saved_model_dir):
+  if not files.is_folder(saved_model_dir):
     raise InputFileError(f"{saved_model_dir} is a file; name a SavedModel folder (<export_dir>/<version>, as "
                          "export_saved_model writes it).")
   if not tf.saved_model.contains_saved_model(saved_model_dir):
-    versions = sorted((int(name.rstrip("/")) for name in gfile.listdir(saved_model_dir)
-                       if name.rstrip("/").isdigit()
-                       and tf.saved_model.contains_saved_model(f"{saved_model_dir.rstrip('/')}/{name.rstrip('/')}")))
+    versions = sorted(int(name) for name in files.list_folder(saved_model_dir)
+                      if name.isdigit() and tf.saved_model.contains_saved_model(os.path.join(saved_model_dir, name)))
     if versions:
       held = f"versions {', '.join(map(str, versions))}" if len(versions) > 1 else f"version {versions[0]}"
       raise InputFileError(f"{saved_model_dir} is an export directory holding {held}, not a SavedModel: name a "
@@ -141,7 +138,7 @@ def check_saved_model_dir(saved_model_dir: str):
     raise InputFileError(f"{saved_model_dir} holds no SavedModel (no saved_model.pb); name a version folder "
                          "that export_saved_model wrote (<export_dir>/<version>).")
   for name in (SPM_ASSET, CONFIG_ASSET):
-    if not gfile.exists(_asset(saved_model_dir, name)):
+    if not files.file_exists(_asset(saved_model_dir, name)):
       raise DataError(f"{saved_model_dir} has no assets/{name}: not a SavedModel of albert-tf's "
                       "export_saved_model, whose tokenizer travels with it.")
 
@@ -151,15 +148,14 @@ def _asset(saved_model_dir: str, name: str) -> str:
 
 
 def _copy_assets(saved_model_dir: str, folder: str) -> Dict[str, str]:
-  """Copies the SavedModel's tokenizer and config assets (local or gs://) into the local `folder`."""
+  """Copies the SavedModel's tokenizer and config assets (local or in a bucket) into the local `folder`."""
   paths = {}
   for name in (SPM_ASSET, CONFIG_ASSET, OPTIONS_ASSET):
     source = _asset(saved_model_dir, name)
-    if name == OPTIONS_ASSET and not tf.io.gfile.exists(source):
+    if name == OPTIONS_ASSET and not files.file_exists(source):
       continue  # options_lib reads Google's defaults, as every tool does
     paths[name] = os.path.join(folder, name)
-    with open(paths[name], "wb") as writer:
-      writer.write(read_bytes(source))
+    files.copy_file(source, paths[name])
   return paths
 
 
@@ -347,13 +343,14 @@ def export_onnx(saved_model_dir: str, output_dir: str, overwrite: bool = False, 
                 tolerance: float = TOLERANCE) -> OnnxExport:
   """Writes `<output_dir>/model.onnx`, the SavedModel's `serving_default` in ONNX, and the tokenizer files.
 
-  The folder appears whole or not at all: the model is converted and checked in memory, the files are written
-  beside their places and moved in once all are written; with `overwrite`, what it held is replaced only then.
+  The folder appears whole or not at all: the model is converted and checked in memory, and the files are
+  published by `files.staged_folder`, `model.onnx` last (written locally, then renamed into place on local disk or
+  uploaded to a bucket); with `overwrite`, what it held is replaced only then.
 
   Args:
     saved_model_dir: a version folder that `saved_model.export_saved_model` wrote (`<export_dir>/<version>`),
-      local or gs://.
-    output_dir: a local folder, created if needed.
+      local or in a bucket.
+    output_dir: a folder, local or in a bucket, created if needed.
     overwrite: replace the files of an earlier export that `output_dir` holds (else it is refused).
     opset: the ONNX opset, `MIN_OPSET` to `MAX_OPSET`.
     tolerance: the largest difference allowed between a float output of ONNX Runtime and the SavedModel's.
@@ -370,7 +367,7 @@ def export_onnx(saved_model_dir: str, output_dir: str, overwrite: bool = False, 
   check_onnx_output_dir(saved_model_dir, output_dir, overwrite)
   check_saved_model_dir(saved_model_dir)
   _converter()
-  with tempfile.TemporaryDirectory() as asset_dir:
+  with files.local_temp_folder() as asset_dir:
     assets = _copy_assets(saved_model_dir, asset_dir)
     config = AlbertConfig.from_json_file(assets[CONFIG_ASSET])
     options = options_lib.resolve_options(assets[SPM_ASSET])
@@ -391,20 +388,12 @@ def export_onnx(saved_model_dir: str, output_dir: str, overwrite: bool = False, 
     differences = check_conversion(_session(model_bytes), batches, expected, tolerance,
                                    f"{saved_model_dir} (opset {opset})")
 
-    with output_folders([output_dir]):
-      staging = tempfile.mkdtemp(prefix=".onnx_export.", dir=output_dir)
-      try:
-        with open(os.path.join(staging, ONNX_FILE), "wb") as writer:
-          writer.write(model_bytes)
-        _, parity = hf_tokenizer.write_measured_tokenizer_files(assets[SPM_ASSET], staging, options,
-                                                                config.max_position_embeddings)
-        mismatches = _tokenizer_mismatches(os.path.join(staging, "tokenizer.json"), batches)
-        paths = {}
-        for name in sorted(os.listdir(staging)):
-          paths[name] = os.path.join(output_dir, name)
-          os.replace(os.path.join(staging, name), paths[name])
-      finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with files.staged_folder(output_dir, ONNX_FILE) as staging:
+      files.write_atomically(os.path.join(staging, ONNX_FILE), model_bytes)
+      _, parity = hf_tokenizer.write_measured_tokenizer_files(assets[SPM_ASSET], staging, options,
+                                                              config.max_position_embeddings)
+      mismatches = _tokenizer_mismatches(os.path.join(staging, "tokenizer.json"), batches)
+      paths = {name: os.path.join(output_dir, name) for name in files.list_folder(staging)}
   return OnnxExport(paths=paths, inputs=[value.name for value in model.graph.input],
                     outputs=[value.name for value in model.graph.output],
                     max_abs_differences={name: found for name, found in differences.items()

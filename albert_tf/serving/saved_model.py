@@ -25,14 +25,12 @@ The config, the SentencePiece model and its tokenizer options travel along as `a
 
 import dataclasses
 import os
-import shutil
-import tempfile
 from typing import Optional
 
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.errors import OptionError
-from albert_tf.files import check_destination
 from albert_tf.modeling import task_heads
 from albert_tf.modeling.layers.pooling import SentenceEmbeddingHead
 from albert_tf.serving.tracing import graph_function, tracing_as_saving
@@ -44,6 +42,8 @@ IDS = tf.TensorSpec([None, None], tf.int32)
 TEXT_A = tf.TensorSpec([None], tf.string, name="text_a")
 TEXT_B = tf.TensorSpec([None], tf.string, name="text_b")
 TEXT_PADDINGS = ("longest", "max_seq_length")
+# What a loader reads first and a model server waits for: a SavedModel's folder is complete once this file is in it.
+SAVED_MODEL_FILE = "saved_model.pb"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,10 +179,8 @@ def run_task_options(model, checkpoint_prefix: str):
 
 
 def next_version(export_dir: str) -> int:
-  """One more than the highest numeric version under `export_dir` (1 for a new directory)."""
-  if not tf.io.gfile.isdir(export_dir):
-    return 1
-  versions = [int(name.rstrip("/")) for name in tf.io.gfile.listdir(export_dir) if name.rstrip("/").isdigit()]
+  """One more than the highest numeric version under `export_dir` (local or a bucket; 1 for a new directory)."""
+  versions = [int(name) for name in files.list_folder(export_dir) if name.isdigit()]
   return max(versions, default=0) + 1
 
 
@@ -192,14 +190,15 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
                        task_options=None, text_padding: str = "longest", pad_to_multiple_of: int = 8) -> str:
   """Writes a SavedModel of a restored model to `<export_dir>/<version>` and returns that path.
 
-  The version directory appears whole or not at all: the model is saved beside it and renamed into place.
-  An existing version is never overwritten.
+  The version directory appears whole or not at all (`files.staged_folder`): on local disk the model is saved
+  beside it and renamed into place; in a bucket it is saved locally and uploaded with `saved_model.pb` last, the
+  file a model server waits for. An existing version is never overwritten.
 
   Args:
     model: a restored `AlbertEncoder`, `AlbertPretrainer` (`fill_mask` needs its masked-LM head),
       `AlbertSentenceEncoder` (its `sentence_embedding`) or fine-tuned model (with its task head's signatures:
       see `task_heads.TaskHead.serving_module`).
-    export_dir: the model's base directory, as TF Serving's `--model_base_path`.
+    export_dir: the model's base directory, as TF Serving's `--model_base_path` (local or a bucket).
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: the longest packed text input (at most `max_position_embeddings`).
     do_lower_case, keep_accents: the tokenizer options the model was trained with; None: what is recorded
@@ -225,16 +224,15 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
   if version < 1:
     raise OptionError(f"The export version must be a positive integer, not {version}.")
   version_dir = os.path.join(export_dir, str(version))
-  check_destination(version_dir, "--export_dir")
-  if tf.io.gfile.exists(version_dir):
+  files.check_destination(version_dir, "--export_dir")
+  if files.exists(version_dir):
     raise OptionError(f"{version_dir} already exists; choose another version or export_dir.")
 
-  tf.io.gfile.makedirs(export_dir)
-  with tempfile.TemporaryDirectory() as asset_dir:
+  with files.local_temp_folder() as asset_dir:
     config_file = os.path.join(asset_dir, "albert_config.json")
     config.to_json_file(config_file)
     spiece_file = os.path.join(asset_dir, "spiece.model")
-    shutil.copyfile(spm_model_file, spiece_file)
+    files.copy_file(spm_model_file, spiece_file)
     options_file = tokenizer_options.write_options(spiece_file, options)
     asset_files = {"albert_config.json": config_file, "spiece.model": spiece_file,
                    os.path.basename(options_file): options_file}
@@ -243,16 +241,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
       module = task_head.serving_module(model, tokenizer, packing, asset_files, task_options)
     else:
       module = AlbertServingModule(model, tokenizer, packing, fill_mask_top_k, asset_files)
-    staging_dir = os.path.join(export_dir, f".{version}.incomplete")
-    if tf.io.gfile.exists(staging_dir):
-      tf.io.gfile.rmtree(staging_dir)
-    try:
+    with files.staged_folder(version_dir, SAVED_MODEL_FILE) as staging_dir:
       with tracing_as_saving() as save_options:
         signatures = module.signatures()
       tf.saved_model.save(module, staging_dir, signatures=signatures, options=save_options)
-    except BaseException:  # Ctrl-C too: leave nothing half-written behind
-      if tf.io.gfile.exists(staging_dir):
-        tf.io.gfile.rmtree(staging_dir)
-      raise
-  tf.io.gfile.rename(staging_dir, version_dir)
   return version_dir

@@ -15,6 +15,7 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop import huggingface
 from albert_tf.interop import sentence_transformers_folders as st_folders
@@ -196,13 +197,13 @@ def hf_folder_embedder(folder: str, max_seq_length: Optional[int] = None, spm_mo
       pooling of another width than the model's.
     CheckpointMismatchError, AlbertConfigError: as `huggingface.convert_hf_folder`.
   """
-  if not os.path.isdir(folder):
+  if not files.is_folder(folder):
     raise InputFileError(f"Hugging Face folder not found: {folder}")
   modules = st_folders.read_sentence_transformers_head(folder)
   if modules is None:
     modules = st_folders.SentenceTransformersHead("mean")
   transformer_dir = os.path.join(folder, modules.transformer_path)
-  if spm_model_file is None and not os.path.isfile(os.path.join(transformer_dir, SPM_FILE)):
+  if spm_model_file is None and not files.file_exists(os.path.join(transformer_dir, SPM_FILE)):
     raise OptionError(f"{transformer_dir} has no {SPM_FILE}: pass the SentencePiece model of its "
                       "tokenizer (--spm_model_file).")
   converted = huggingface.convert_hf_folder(transformer_dir, spm_model_file)

@@ -22,14 +22,13 @@ that `albert_tf.text.tokenizer_options` reads.
 
 import dataclasses
 import os
-import shutil
-import tempfile
 from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.errors import OptionError
-from albert_tf.files import check_destination
+from albert_tf.serving.saved_model import SAVED_MODEL_FILE
 from albert_tf.serving.tracing import graph_function, tracing_as_saving
 from albert_tf.text import tokenizer_options
 from albert_tf.text.graph_tokenizer import GraphTokenizer, tokenizer_for_model
@@ -39,6 +38,11 @@ ENCODER_DIR = "encoder"
 PREPROCESSOR_DIR = "preprocessor"
 SPM_ASSET = "spiece.model"
 CONFIG_ASSET = "albert_config.json"
+# The files that mark an export complete, uploaded last to a bucket, in this order: each SavedModel is loaded
+# from its saved_model.pb, so neither can be loaded half-written; users load the preprocessor before the encoder
+# (TF Hub's examples build the text input's preprocessing, then the encoder on its outputs), so the encoder's comes
+# last and loading it fails ("no SavedModel") until everything else is there.
+COMPLETE_MARKERS = (f"{PREPROCESSOR_DIR}/{SAVED_MODEL_FILE}", f"{ENCODER_DIR}/{SAVED_MODEL_FILE}")
 
 _TEXT = tf.TensorSpec([None], tf.string)
 _SEGMENT = tf.RaggedTensorSpec([None, None], tf.int32)
@@ -171,13 +175,14 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
                  do_lower_case: Optional[bool] = None, keep_accents: Optional[bool] = None) -> HubExport:
   """Writes `<export_path>/encoder` and `<export_path>/preprocessor` for TF Hub (see the module docstring).
 
-  `export_path` appears whole or not at all: both SavedModels are written beside it and renamed into place.
+  `export_path` appears whole or not at all (`files.staged_folder`): on local disk both SavedModels are written
+  beside it and renamed into place; in a bucket they are written locally and uploaded, the `COMPLETE_MARKERS` last.
   An existing `export_path` is never overwritten.
 
   Args:
     model: a restored `AlbertEncoder`, `AlbertPretrainer` (`mlm` needs its masked-LM head),
       `AlbertSentenceEncoder` or fine-tuned model (their encoder is exported).
-    export_path: the directory to create.
+    export_path: the directory to create (local or a bucket).
     spm_model_file: the SentencePiece model the model was trained with.
     max_seq_length: what the preprocessor's `__call__` packs to (at most `max_position_embeddings`).
     do_lower_case, keep_accents: the tokenizer options; None means what is recorded beside `spm_model_file`
@@ -189,25 +194,20 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
   """
   config = model.config
   export_path = export_path.rstrip("/")
-  check_destination(export_path, "--export_path")
-  if tf.io.gfile.exists(export_path):
+  files.check_destination(export_path, "--export_path")
+  if files.exists(export_path):
     raise OptionError(f"{export_path} already exists; choose another export path (an export is never overwritten).")
   config.check_max_seq_length(max_seq_length)
   options = tokenizer_options.resolve_options(spm_model_file, do_lower_case, keep_accents)
   tokenizer = tokenizer_for_model(config, spm_model_file, options.do_lower_case, options.keep_accents)
 
-  parent = os.path.dirname(export_path) or "."
-  tf.io.gfile.makedirs(parent)
-  staging_dir = os.path.join(parent, f".{os.path.basename(export_path)}.incomplete")
-  if tf.io.gfile.exists(staging_dir):  # left by an export that was killed
-    tf.io.gfile.rmtree(staging_dir)
-  with tempfile.TemporaryDirectory() as asset_dir:
+  with files.local_temp_folder() as asset_dir:
     config_file = os.path.join(asset_dir, CONFIG_ASSET)
     config.to_json_file(config_file)
     spiece_file = os.path.join(asset_dir, SPM_ASSET)
-    shutil.copyfile(spm_model_file, spiece_file)
+    files.copy_file(spm_model_file, spiece_file)
     options_file = tokenizer_options.write_options(spiece_file, options)
-    try:
+    with files.staged_folder(export_path, *COMPLETE_MARKERS) as staging_dir:
       # The callables trace their variants as they are built: under saving's context, so that each is traced once.
       with tracing_as_saving() as save_options:
         encoder = HubEncoder(model, config_file)
@@ -217,10 +217,5 @@ def export_tfhub(model, export_path: str, spm_model_file: str, max_seq_length: i
       with tracing_as_saving() as save_options:
         preprocessor = HubPreprocessor(tokenizer, max_seq_length, spiece_file, options_file)
       tf.saved_model.save(preprocessor, os.path.join(staging_dir, PREPROCESSOR_DIR), options=save_options)
-    except BaseException:  # Ctrl-C too: leave nothing half-written behind
-      if tf.io.gfile.exists(staging_dir):
-        tf.io.gfile.rmtree(staging_dir)
-      raise
-  tf.io.gfile.rename(staging_dir, export_path)
   return HubExport(os.path.join(export_path, ENCODER_DIR), os.path.join(export_path, PREPROCESSOR_DIR),
                    has_mlm=encoder.mlm is not None, tokenizer_options=options)

@@ -10,8 +10,6 @@ will be encoded. With a pretokenizer (a Korean analyzer), no piece crosses a mor
 import dataclasses
 import os
 import re
-import shutil
-import tempfile
 import time
 from typing import Dict, Iterator, List, Optional, Sequence, Union
 
@@ -20,9 +18,8 @@ import numpy as np
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
+from albert_tf import files
 from albert_tf.errors import DataError, OptionError
-from albert_tf.files import check_output_files, expand_input_patterns, output_folders
-from albert_tf.files import read_utf8_lines
 from albert_tf.text import pretokenization
 from albert_tf.text import tokenizer_options
 from albert_tf.text.tokenizer import SPECIAL_TOKENS, preprocess_text, read_model_proto
@@ -86,7 +83,7 @@ class _Corpus:
 
   def _lines(self) -> Iterator[str]:
     for path in self.paths:
-      for _, line in read_utf8_lines(path):
+      for _, line in files.read_utf8_lines(path):
         line = preprocess_text(line, self.do_lower_case, self.keep_accents)
         if line and self.normalizer is not None:
           line = self.normalizer.Normalize(line)
@@ -172,12 +169,12 @@ def _user_error(error: RuntimeError, corpus: _Corpus, vocab_size: int, character
   if corpus.error is not None:
     return corpus.error
   message = str(error)
-  files = _name_files(corpus.paths)
+  names = _name_files(corpus.paths)
   if "Vocabulary size too high" in message:
     limit = re.search(r"<= (\d+)", message)
     figure = (f" (SentencePiece could make at most {int(limit.group(1)) - hidden_pieces} pieces)" if limit
               else "")
-    return OptionError(f"vocab_size {vocab_size} is too high for the text in {files}{figure}; use a smaller "
+    return OptionError(f"vocab_size {vocab_size} is too high for the text in {names}{figure}; use a smaller "
                       "--vocab_size or more text.")
   if "smaller than required_chars" in message:
     needed = re.search(r"(\d+) vs (\d+)", message)
@@ -185,7 +182,7 @@ def _user_error(error: RuntimeError, corpus: _Corpus, vocab_size: int, character
     figure = f" ({pieces_needed} pieces are needed)" if needed else ""
     return VocabularyTooSmallError(
         f"vocab_size {vocab_size} cannot hold the special tokens and the characters that character_coverage "
-        f"{character_coverage} keeps from {files}{figure}; use a larger --vocab_size or a smaller "
+        f"{character_coverage} keeps from {names}{figure}; use a larger --vocab_size or a smaller "
         "--character_coverage.", pieces_needed)
   return None
 
@@ -242,14 +239,26 @@ def _remove_delimiter(prefix: str, trainer_options: Dict, plain_options: Dict):
     proto.trainer_spec.ClearField(name)
   for name, value in plain_options.items():
     setattr(proto.trainer_spec, name, value)
-  with open(prefix + ".model", "wb") as writer:
-    writer.write(proto.SerializeToString())
+  files.write_atomically(prefix + ".model", proto.SerializeToString())
   # The .vocab lists the pieces in id order, one a line.
-  with open(prefix + ".vocab", encoding="utf-8") as reader:
-    vocab_lines = reader.readlines()
+  vocab_lines = [line for _, line in files.read_utf8_lines(prefix + ".vocab")]
   del vocab_lines[index]
-  with open(prefix + ".vocab", "w", encoding="utf-8") as writer:
-    writer.writelines(vocab_lines)
+  files.write_atomically(prefix + ".vocab", "".join(vocab_lines))
+
+
+def _publish(trained_prefix: str, model_prefix: str, suffixes: Sequence[str]):
+  """Copies the files `<trained_prefix><suffix>` to `<model_prefix><suffix>` (local or gs://), each whole, in the
+  order of `suffixes`; if one fails, those copied are removed again, so that a reader, who looks for the last,
+  finds all of them or none."""
+  published = []
+  try:
+    for suffix in suffixes:
+      files.copy_file(trained_prefix + suffix, model_prefix + suffix)
+      published.append(model_prefix + suffix)
+  except BaseException:
+    for path in published:
+      files.remove_tree(path)
+    raise
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,13 +300,14 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
   """Trains an ALBERT SentencePiece model: writes `<model_prefix>.model`, `<model_prefix>.vocab` and the
   tokenizer options in `<model_prefix>.tokenizer_options.json`, which later tools read.
 
-  The files appear only when training succeeds (trained under a temporary name in the same folder, then
-  renamed), so a failed run leaves no partial output (nor the folders it made) and an existing model untouched.
+  The files appear only when training succeeds (trained in a local temporary folder, SentencePiece writing local
+  files only, then each copied into place whole, the `.model` last), so a failed run leaves no partial output (nor
+  the folders it made) and an existing model untouched.
 
   Args:
-    input_patterns: text files or globs, as a list or comma-separated, in Google's pretraining format (one
-      sentence per line, a blank line between documents; blank lines are skipped). UTF-8.
-    model_prefix: path of the output without extension, e.g. `out/spiece`; its folder is created.
+    input_patterns: text files or globs (local or gs://), as a list or comma-separated, in Google's pretraining
+      format (one sentence per line, a blank line between documents; blank lines are skipped). UTF-8.
+    model_prefix: path of the output without extension, local or gs://, e.g. `out/spiece`; its folder is created.
     vocab_size: number of pieces, the 5 special tokens and any user-defined symbols included.
     character_coverage: fraction of characters the vocabulary must cover; 0.9995 suits rich character sets
       (Korean, Japanese, Chinese), 1.0 small alphabets.
@@ -336,8 +346,8 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
   _check_arguments(model_prefix, vocab_size, character_coverage, model_type, input_sentence_size,
                    user_defined_symbols, num_threads, pretokenizer)
   model_file = model_prefix + ".model"
-  check_output_files([model_file, model_prefix + ".vocab", tokenizer_options.options_file(model_file)], overwrite,
-                     flag="--model_prefix")
+  files.check_output_files([model_file, model_prefix + ".vocab", tokenizer_options.options_file(model_file)],
+                           overwrite, flag="--model_prefix")
   normalization = {}
   normalizer = None
   if normalizer_spec is not None:
@@ -345,7 +355,7 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
     normalizer = rules_normalizer(normalizer_spec)
     normalization = dict(normalization_rule_name="identity", add_dummy_prefix=normalizer_spec.add_dummy_prefix,
                          remove_extra_whitespaces=normalizer_spec.remove_extra_whitespaces)
-  corpus = _Corpus(expand_input_patterns(input_patterns), do_lower_case, keep_accents, normalizer)
+  corpus = _Corpus(files.expand_input_patterns(input_patterns), do_lower_case, keep_accents, normalizer)
   logging.info("Training a %d-piece %s SentencePiece model on %d file(s): %s", vocab_size, model_type,
                len(corpus.paths), _name_files(corpus.paths))
   plain_options = dict(vocab_size=vocab_size, character_coverage=character_coverage,
@@ -367,42 +377,35 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
     trainer_options = _pretokenized_options(marked, normalization, vocab_size, character_coverage)
     sentences = iter(marked)
   hidden_pieces = trainer_options["vocab_size"] - vocab_size
-  folder = os.path.dirname(os.path.abspath(model_prefix))
-  with output_folders([folder]):
-    # Same folder as the output, so the final renames cannot cross file systems.
-    temp_folder = tempfile.mkdtemp(prefix=f".{os.path.basename(model_prefix)}.", suffix=".tmp", dir=folder)
+  if verbose is None:
+    verbose = logging.level_debug()
+  with files.output_folders([files.parent(model_prefix)]), files.local_temp_folder() as temp_folder:
     temp_prefix = os.path.join(temp_folder, "spiece")
-    if verbose is None:
-      verbose = logging.level_debug()
     try:
-      try:
-        # SentencePiece's log level is global to the process (its `minloglevel` option sets it too) and cannot
-        # be read back: it is set for this call, then put back to SentencePiece's default.
-        spm.set_min_log_level(_SPM_INFO if verbose else _SPM_WARNING)
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences, model_prefix=temp_prefix, model_type=model_type, pad_id=0, unk_id=1,
-            bos_id=-1, eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
-            shuffle_input_sentence=True, num_threads=num_threads, hard_vocab_limit=hard_vocab_limit,
-            **trainer_options, **normalization)
-      except RuntimeError as error:
-        user_error = _user_error(error, corpus, vocab_size, character_coverage, hidden_pieces)
-        if user_error is None:
-          raise
-        raise user_error from None
-      finally:
-        spm.set_min_log_level(_SPM_INFO)
-      if pretokenizer is not None:
-        _remove_delimiter(temp_prefix, trainer_options, plain_options)
-      sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
-      _check_layout(sp_model)
-      coverage = corpus.coverage(sp_model)
-      # The .model last: once it is in place, so are its .vocab and its options.
-      os.replace(temp_prefix + ".vocab", model_prefix + ".vocab")
-      tokenizer_options.write_options(model_file, tokenizer_options.TokenizerOptions(do_lower_case, keep_accents,
-                                                                                      pretokenizer))
-      os.replace(temp_prefix + ".model", model_file)
+      # SentencePiece's log level is global to the process (its `minloglevel` option sets it too) and cannot be
+      # read back: it is set for this call, then put back to SentencePiece's default.
+      spm.set_min_log_level(_SPM_INFO if verbose else _SPM_WARNING)
+      spm.SentencePieceTrainer.train(
+          sentence_iterator=sentences, model_prefix=temp_prefix, model_type=model_type, pad_id=0, unk_id=1,
+          bos_id=-1, eos_id=-1, control_symbols=list(SPECIAL_TOKENS[2:]), user_defined_symbols=user_defined_symbols,
+          shuffle_input_sentence=True, num_threads=num_threads, hard_vocab_limit=hard_vocab_limit,
+          **trainer_options, **normalization)
+    except RuntimeError as error:
+      user_error = _user_error(error, corpus, vocab_size, character_coverage, hidden_pieces)
+      if user_error is None:
+        raise
+      raise user_error from None
     finally:
-      shutil.rmtree(temp_folder, ignore_errors=True)
+      spm.set_min_log_level(_SPM_INFO)
+    if pretokenizer is not None:
+      _remove_delimiter(temp_prefix, trainer_options, plain_options)
+    sp_model = spm.SentencePieceProcessor(model_file=temp_prefix + ".model")
+    _check_layout(sp_model)
+    coverage = corpus.coverage(sp_model)
+    tokenizer_options.write_options(temp_prefix + ".model", tokenizer_options.TokenizerOptions(
+        do_lower_case, keep_accents, pretokenizer))
+    # The .model last: once it is in place, so are its .vocab and its options.
+    _publish(temp_prefix, model_prefix, [".vocab", tokenizer_options.OPTIONS_SUFFIX, ".model"])
   logging.info("Wrote %s (%d pieces); it encodes %.4f%% of the corpus's characters without <unk>.",
                model_file, sp_model.GetPieceSize(), 100.0 * coverage)
   return TrainedVocabulary(model_file, sp_model.GetPieceSize(), coverage, time.perf_counter() - started,

@@ -13,7 +13,6 @@ Two deliberate differences:
   them. Exported tokenizer files then give our ids in transformers.
 """
 
-import os
 import re
 import unicodedata
 from typing import List, Optional, Tuple
@@ -21,7 +20,8 @@ from typing import List, Optional, Tuple
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf.errors import DataError, InputFileError
+from albert_tf import files
+from albert_tf.errors import DataError
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
 # Control symbols written in text (e.g. "수도는[MASK]이다") are recognised as their ids, not split.
@@ -38,10 +38,10 @@ def ends_in_digit_comma(piece: str) -> bool:
 
 
 def read_model_proto(spm_model_file: str) -> sentencepiece_model_pb2.ModelProto:
-  """The protobuf of a SentencePiece `.model` file: its pieces and scores, trainer and normaliser specs."""
+  """The protobuf of a SentencePiece `.model` file (local or gs://): its pieces and scores, trainer and normaliser
+  specs."""
   proto = sentencepiece_model_pb2.ModelProto()
-  with open(spm_model_file, "rb") as reader:
-    proto.ParseFromString(reader.read())
+  proto.ParseFromString(files.read_bytes(spm_model_file))
   return proto
 
 
@@ -79,26 +79,25 @@ class SentencePieceTokenizer:
   """Text to ALBERT ids with a SentencePiece model whose ids 0-4 are `<pad> <unk> [CLS] [SEP] [MASK]`.
 
   Args:
-    spm_model_file: the SentencePiece `.model` file (its name in messages when `model_proto` is given).
+    spm_model_file: the SentencePiece `.model` file, local or gs:// (its name in messages when `model_proto` is
+      given).
     do_lower_case: lower-case before encoding (Google's flag; default True as in Google's tools).
     keep_accents: keep diacritical marks (Hugging Face's `keep_accents`); Google always strips them.
-    model_proto: the model file's bytes, when they were read elsewhere (a `gs://` model, a worker of a
-      distributed pipeline that cannot see the file).
+    model_proto: the model file's bytes, when they were read elsewhere (a worker of a distributed pipeline that
+      cannot see the file).
   """
 
   def __init__(self, spm_model_file: str, do_lower_case: bool = True, keep_accents: bool = False,
                model_proto: Optional[bytes] = None):
-    if model_proto is None and not os.path.isfile(spm_model_file):
-      raise InputFileError(f"SentencePiece model not found: {spm_model_file}")
+    if model_proto is None:
+      # Read here, not by SentencePiece: its loader knows local files only.
+      model_proto = files.read_bytes(files.require_file(spm_model_file, "SentencePiece model"))
     self.spm_model_file = spm_model_file
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
     self.sp_model = spm.SentencePieceProcessor()
     try:
-      if model_proto is None:
-        self.sp_model.Load(spm_model_file)
-      else:
-        self.sp_model.LoadFromSerializedProto(model_proto)
+      self.sp_model.LoadFromSerializedProto(model_proto)
     except (OSError, RuntimeError) as error:
       raise DataError(f"{spm_model_file} is not a SentencePiece model: {error}") from None
     missing = [token for token in ("[CLS]", "[SEP]", "[MASK]") if self.sp_model.PieceToId(token) ==

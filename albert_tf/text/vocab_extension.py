@@ -23,14 +23,13 @@ from them is `<unk>`; all with the lowest old score, so that the fewest, longest
 
 import dataclasses
 import os
-import tempfile
 from typing import Dict, FrozenSet, List, Optional, Sequence, Union
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
+from albert_tf import files
 from albert_tf.errors import DataError, OptionError
-from albert_tf.files import read_utf8_lines, write_atomically
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text import sentencepiece_training
 from albert_tf.text.tokenizer import (SPECIAL_TOKENS, SentencePieceTokenizer, google_segmentation_model,
@@ -93,7 +92,7 @@ def learn_pieces(old_proto: ModelProto, input_patterns: Union[str, Sequence[str]
   if num_new_pieces < 1:
     raise OptionError(f"--num_new_pieces must be at least 1, not {num_new_pieces}.")
   model_type = model_type_name(old_proto)
-  with tempfile.TemporaryDirectory(prefix="extend_vocab.") as folder:
+  with files.local_temp_folder(prefix="extend_vocab.") as folder:
     try:
       corpus_model = sentencepiece_training.train_sentencepiece(
           input_patterns, os.path.join(folder, "corpus"), vocab_size=num_new_pieces + len(SPECIAL_TOKENS),
@@ -143,7 +142,7 @@ def listed_pieces(old_proto: ModelProto, new_pieces_file: str, options: options_
   characters = old_characters(old_proto)
   added: Dict[str, None] = {}  # insertion-ordered set
   problems = []
-  for number, line in read_utf8_lines(new_pieces_file):
+  for number, line in files.read_utf8_lines(new_pieces_file):
     parts = [normalizer.Normalize(preprocess_text(part, options.do_lower_case, options.keep_accents))
              for part in line.strip().split(_WORD_START)]
     text = _WORD_START.join(parts)
@@ -188,10 +187,10 @@ def merged_model(old_proto: ModelProto, new_pieces: Sequence[NewPiece]) -> Model
 def write_model(proto: ModelProto, model_prefix: str, options: options_lib.TokenizerOptions) -> str:
   """Writes `<model_prefix>.model`, `.vocab` (a piece and its score a line, as SentencePiece writes it) and the
   tokenizer options record; the `.model` last, so that once it is there the others are too. Returns its path."""
-  with open(model_prefix + ".vocab", "w", encoding="utf-8") as writer:
-    writer.writelines(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces)
+  files.write_atomically(model_prefix + ".vocab",
+                         "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces))
   options_lib.write_options(model_prefix + ".model", options)
-  return write_atomically(model_prefix + ".model", proto.SerializeToString())
+  return files.write_atomically(model_prefix + ".model", proto.SerializeToString())
 
 
 def old_segmentations(spm_model_file: str, pieces: Sequence[str]) -> List[List[int]]:
@@ -254,7 +253,7 @@ class TextComparison:
 
 def read_text_lines(path: str) -> List[str]:
   """The non-blank lines of a UTF-8 text file."""
-  return [line.strip() for _, line in read_utf8_lines(path) if line.strip()]
+  return [line.strip() for _, line in files.read_utf8_lines(path) if line.strip()]
 
 
 def measure_text(tokenizer: SentencePieceTokenizer, encoded: Sequence[Sequence[int]],

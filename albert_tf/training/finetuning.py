@@ -14,7 +14,6 @@ ones when nothing was evaluated).
 """
 
 import dataclasses
-import json
 import os
 import sys
 from typing import Dict, List, Optional, Protocol
@@ -24,7 +23,7 @@ import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, evaluation_dataset, evaluation_steps, training_dataset
 from albert_tf.errors import OptionError, TrainingError
-from albert_tf.files import check_destination, write_atomically
+from albert_tf.files import check_destination, exists, file_exists, make_folders, read_json, write_atomically
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.serving import saved_model
@@ -181,9 +180,8 @@ class FineTuning:
     if "train" in needed:
       examples["train"] = self.objective.read_examples(o.data_dir, "train")
     info_file = os.path.join(o.output_dir, RUN_INFO_FILE)
-    if os.path.exists(info_file):
-      with open(info_file, encoding="utf-8") as reader:
-        self.objective.adopt_run_info(json.load(reader), o.output_dir)
+    if exists(info_file):
+      self.objective.adopt_run_info(read_json(info_file, f"the {RUN_INFO_FILE} of a run"), o.output_dir)
     for split in needed[len(examples):]:
       examples[split] = self.objective.read_examples(o.data_dir, split)
     if "train" in examples:
@@ -299,7 +297,7 @@ class FineTuning:
   def use_best_weights(self) -> str:
     """Loads `model.ckpt-best` when evaluation kept one; returns what the model now holds."""
     best = os.path.join(self.options.output_dir, run_directory.BEST_CHECKPOINT)
-    if tf.io.gfile.exists(best + ".index"):
+    if file_exists(best + ".index"):
       checkpoint_lib.restore_checkpoint(self.model, best)
       self.weights_step = run_directory.read_best_info(self.options.output_dir)["global_step"]
       return best
@@ -313,7 +311,7 @@ class FineTuning:
     files = self.objective.prediction_files(self._outputs(split, o.predict_batch_size), split, o.output_dir)
     paths = [os.path.join(o.output_dir, name) for name in files]
     if self.is_chief:
-      os.makedirs(o.output_dir, exist_ok=True)
+      make_folders(o.output_dir)
       for path, text in zip(paths, files.values()):
         write_atomically(path, text)
     return paths[0]

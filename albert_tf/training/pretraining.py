@@ -30,7 +30,7 @@ from albert_tf.data import record_files
 from albert_tf.data import word_boundaries
 from albert_tf.data.instances import MaskingRecipe, check_max_predictions
 from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
-from albert_tf.files import expand_input_patterns
+from albert_tf.files import expand_input_patterns, make_folders
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.pretrainer import AlbertPretrainer
@@ -221,7 +221,7 @@ class Pretraining:
 
   def _record_counts(self, files: List[str]) -> Dict[str, int]:
     """Records per file, of the stats kept in `output_dir` so that restarts do not read the files again."""
-    os.makedirs(self.options.output_dir, exist_ok=True)
+    make_folders(self.options.output_dir)
     record_files.write_record_stats(self._record_stats_file, self.record_stats)
     return {path: self.record_stats[path].records for path in files}
 

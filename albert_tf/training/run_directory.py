@@ -6,23 +6,24 @@
   the latest, or from the newest complete one when the latest is missing or damaged;
 - `eval_results.txt` holds the last evaluation, and `model.ckpt-best` with `best_checkpoint.json` the best
   model so far by a metric.
+
+The directory may be in a bucket (gs://...): its files are read and written through `albert_tf.files`, each small
+one whole or not at all, and TensorFlow writes the checkpoints and the `checkpoint` file.
 """
 
 import contextlib
-import json
 import os
 import re
-import shutil
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence
 
 import tensorflow as tf
 
 from google.protobuf import text_format
 from tensorflow.python.training import checkpoint_state_pb2  # the `checkpoint` file's message; tf.train has none
 
-from albert_tf.errors import DataError, InputFileError, OptionError, TrainingError
-from albert_tf.files import check_destination
+from albert_tf import files
+from albert_tf.errors import DataError, InputFileError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.config import CONFIG_FILE, AlbertConfig
 from albert_tf.training import distribution
@@ -30,7 +31,7 @@ from albert_tf.training import distribution
 BEST_CHECKPOINT = "model.ckpt-best"
 BEST_CHECKPOINT_INFO = "best_checkpoint.json"
 EVAL_RESULTS = "eval_results.txt"
-STATE_FILE = "checkpoint"  # TensorFlow's: the latest checkpoint of the directory, and those kept
+STATE_FILE = checkpoint_lib.STATE_FILE
 _RUN_CHECKPOINT_INDEX = re.compile(rf"{re.escape(checkpoint_lib.CHECKPOINT_NAME)}-\d+\.index")
 
 
@@ -39,14 +40,12 @@ def format_metric(name: str, value) -> str:
 
 
 def check_run_directory(output_dir: str, config: AlbertConfig):
-  """An output_dir that cannot be a folder, written with another albert_config.json, or whose `checkpoint` file
-  cannot be read, is refused before anything runs."""
-  if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-    raise OptionError(f"--output_dir {output_dir} is a file, not a folder.")
-  check_destination(output_dir, "--output_dir")
+  """An output_dir (local or in a bucket) that cannot be a folder, written with another albert_config.json, or
+  whose `checkpoint` file cannot be read, is refused before anything runs."""
+  files.check_output_folder(output_dir, [])  # a rerun resumes: the files a run writes may be there
   _checkpoints_named(output_dir)
   existing = os.path.join(output_dir, CONFIG_FILE)
-  if os.path.exists(existing):
+  if files.exists(existing):
     previous = AlbertConfig.from_json_file(existing).to_dict()
     current = config.to_dict()
     changed = sorted(key for key in set(previous) | set(current) if previous.get(key) != current.get(key))
@@ -58,9 +57,9 @@ def check_run_directory(output_dir: str, config: AlbertConfig):
 
 def write_config(output_dir: str, config: AlbertConfig):
   """Writes the run's albert_config.json (once; `check_run_directory` guards it afterwards)."""
-  os.makedirs(output_dir, exist_ok=True)
+  files.make_folders(output_dir)
   path = os.path.join(output_dir, CONFIG_FILE)
-  if not os.path.exists(path):
+  if not files.exists(path):
     config.to_json_file(path)
 
 
@@ -79,12 +78,11 @@ def _checkpoints_named(output_dir: str) -> List[str]:
     TrainingError: the file cannot be read (empty or garbage), which TensorFlow's CheckpointManager does not bear.
   """
   path = os.path.join(output_dir, STATE_FILE)
-  if not os.path.exists(path):
+  if not files.exists(path):
     return []
   state = checkpoint_state_pb2.CheckpointState()
   try:
-    with open(path, encoding="utf-8") as reader:
-      text_format.Merge(reader.read(), state)  # as TensorFlow reads it
+    text_format.Merge(files.read_bytes(path).decode("utf-8"), state)  # as TensorFlow reads it
   except (UnicodeDecodeError, text_format.ParseError):
     state.Clear()
   if not state.model_checkpoint_path:
@@ -99,8 +97,8 @@ def _run_checkpoints(output_dir: str) -> List[str]:
   """The run's checkpoints in the order to resume from them, complete or not: the one the `checkpoint` file names
   latest, then the others it lists and every `model.ckpt-<step>` whose index is there, newest first."""
   listed = _checkpoints_named(output_dir)
-  present = [os.path.join(output_dir, name[:-len(".index")]) for name in
-             (os.listdir(output_dir) if os.path.isdir(output_dir) else []) if _RUN_CHECKPOINT_INDEX.fullmatch(name)]
+  present = [os.path.join(output_dir, name[:-len(".index")]) for name in files.list_folder(output_dir)
+             if _RUN_CHECKPOINT_INDEX.fullmatch(name)]
   older = set(listed[1:] + present) - set(listed[:1])
   return listed[:1] + sorted(older, key=lambda prefix: checkpoint_lib.checkpoint_number(prefix + ".index"),
                              reverse=True)
@@ -153,48 +151,42 @@ def save_run_checkpoint(manager: tf.train.CheckpointManager, step: int, is_chief
   if is_chief:
     print(f"Saved {path}", file=sys.stderr, flush=True)
   else:
-    shutil.rmtree(manager.directory, ignore_errors=True)
+    files.remove_tree(manager.directory)
   return path
-
-
-def _paths_under(directory: str) -> Set[str]:
-  return {os.path.join(root, name) for root, folders, files in os.walk(directory) for name in folders + files}
 
 
 @contextlib.contextmanager
 def removed_on_failure_before_checkpoint(output_dir: str, checkpoint_written: Callable[[], bool]):
   """Inside the block, a failure (an error, Ctrl-C) while `checkpoint_written()` is false removes what the block
   created in `output_dir`: the folder, if it created it, else the files and folders it added (files it changed
-  stay). A run that stops before its first checkpoint leaves nothing a rerun would resume from or refuse."""
-  created = not os.path.isdir(output_dir)
-  before = set() if created else _paths_under(output_dir)
+  stay). A run that stops before its first checkpoint leaves nothing a rerun would resume from or refuse, in a
+  bucket as on disk."""
+  created = not files.is_folder(output_dir)
+  before = set() if created else files.paths_under(output_dir)
   try:
     yield
   except BaseException:
     if not checkpoint_written():
+      # remove_tree raises nothing: the run's own error is the one to report.
       if created:
-        shutil.rmtree(output_dir, ignore_errors=True)
+        files.remove_tree(output_dir)
       else:
-        for path in sorted(_paths_under(output_dir) - before, reverse=True):  # a folder's files before it
-          if os.path.isdir(path):
-            shutil.rmtree(path, ignore_errors=True)
-          else:
-            with contextlib.suppress(OSError):  # the run's own error is the one to report
-              os.remove(path)
+        for path in sorted(files.paths_under(output_dir) - before, reverse=True):  # a folder's files before it
+          files.remove_tree(path)
     raise
 
 
 def write_eval_results(output_dir: str, metrics: Dict[str, float], summary_names: Sequence[str]):
-  """Writes `eval_results.txt` (every metric, `name = value`), TensorBoard scalars under `eval/`, a line on stderr."""
-  os.makedirs(output_dir, exist_ok=True)
-  with open(os.path.join(output_dir, EVAL_RESULTS), "w", encoding="utf-8") as writer:
-    for key in sorted(metrics):
-      writer.write(f"{key} = {metrics[key]}\n")
+  """Writes TensorBoard scalars under `eval/`, `eval_results.txt` (every metric, `name = value`), a line on stderr."""
+  files.make_folders(output_dir)
   writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
   with writer.as_default(step=metrics["global_step"]):
     for name in summary_names:
       tf.summary.scalar(name, metrics[name])
   writer.close()
+  # Last: it records that the checkpoint was scored (`awaits_evaluation`).
+  files.write_atomically(os.path.join(output_dir, EVAL_RESULTS),
+                         "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
   print("eval: " + ", ".join(format_metric(key, metrics[key]) for key in sorted(metrics)), file=sys.stderr,
         flush=True)
 
@@ -202,13 +194,12 @@ def write_eval_results(output_dir: str, metrics: Dict[str, float], summary_names
 def last_evaluated_step(output_dir: str) -> Optional[int]:
   """The `global_step` of `eval_results.txt`: the last checkpoint scored (None before any evaluation)."""
   path = os.path.join(output_dir, EVAL_RESULTS)
-  if not os.path.exists(path):
+  if not files.exists(path):
     return None
-  with open(path, encoding="utf-8") as reader:
-    for line in reader:
-      name, _, value = line.partition(" = ")
-      if name == "global_step":
-        return int(value)
+  for _, line in files.read_utf8_lines(path):
+    name, _, value = line.partition(" = ")
+    if name == "global_step":
+      return int(value)
   return None
 
 
@@ -220,10 +211,9 @@ def awaits_evaluation(output_dir: str, restored_from: Optional[str], step: int) 
 def read_best_info(output_dir: str) -> Optional[Dict[str, float]]:
   """`best_checkpoint.json`: the step and metrics of `model.ckpt-best` (None before one is kept)."""
   info_file = os.path.join(output_dir, BEST_CHECKPOINT_INFO)
-  if not os.path.exists(info_file):
+  if not files.exists(info_file):
     return None
-  with open(info_file, encoding="utf-8") as reader:
-    return json.load(reader)
+  return files.read_json(info_file, f"the {BEST_CHECKPOINT_INFO} of a run")
 
 
 def keep_if_best(output_dir: str, model, metrics: Dict[str, float], metric: str, higher_is_better: bool = True) -> bool:
@@ -238,7 +228,7 @@ def keep_if_best(output_dir: str, model, metrics: Dict[str, float], metric: str,
     if (metrics[metric] <= best[metric]) if higher_is_better else (metrics[metric] >= best[metric]):
       return False
   tf.train.Checkpoint(**{checkpoint_lib.MODEL_KEY: model}).write(os.path.join(output_dir, BEST_CHECKPOINT))
-  with open(os.path.join(output_dir, BEST_CHECKPOINT_INFO), "w", encoding="utf-8") as writer:
-    json.dump({name: value for name, value in metrics.items() if isinstance(value, (int, float))}, writer)
+  files.write_json(os.path.join(output_dir, BEST_CHECKPOINT_INFO),
+                   {name: value for name, value in metrics.items() if isinstance(value, (int, float))})
   return True
 

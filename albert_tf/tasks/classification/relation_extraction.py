@@ -21,11 +21,11 @@ graph as `mark_entities` does here; `classify_text` takes a sentence already mar
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from albert_tf.data.task_readers import SPLITS, Example, Task, read_json_records, split_files
+from albert_tf import files
+from albert_tf.data.task_readers import SPLITS, Example, Task, read_json_file, read_json_records, split_files
 from albert_tf.errors import InputFileError, TaskError
 
 RELATION_LIST_FILE = "relation_list.json"
@@ -105,14 +105,10 @@ def read_relation_list(path: str) -> Tuple[str, ...]:
     InputFileError: no such file.
     TaskError: not that layout, repeated or empty names, or no `no_relation`, naming the file.
   """
-  if not os.path.isfile(path):
+  if not files.exists(path):
     raise InputFileError(f"{path} not found: KLUE-RE reads its labels from {RELATION_LIST_FILE} beside its data "
                          "files, as KLUE's download has it.")
-  try:
-    with open(path, encoding="utf-8") as reader:
-      listing = json.load(reader)
-  except (UnicodeDecodeError, json.JSONDecodeError) as error:
-    raise TaskError(f"{path}: not a UTF-8 JSON file ({error}).") from None
+  listing = read_json_file(path, "KLUE-RE's relation list")
   relations = listing.get("relations") if isinstance(listing, dict) else None
   if (not isinstance(relations, list) or not relations
       or not all(isinstance(name, str) and name for name in relations)):
@@ -221,7 +217,7 @@ class RelationTask(Task):
   def read_examples(self, data_path: str, split: str) -> List[Example]:
     if split not in SPLITS:
       raise TaskError(f"Unknown split {split!r}; the splits are {', '.join(SPLITS)}.")
-    if os.path.isdir(os.path.join(data_path, FOLDER)):
+    if files.is_folder(os.path.join(data_path, FOLDER)):
       data_path = os.path.join(data_path, FOLDER)
     [path] = split_files(data_path, split, FILE_NAMES)
     relations_path = os.path.join(os.path.dirname(path), RELATION_LIST_FILE)

@@ -20,11 +20,10 @@ given twice in one state.
 """
 
 import dataclasses
-import json
-import os
 from typing import Dict, List, Sequence, Tuple
 
-from albert_tf.errors import InputFileError, TaskError, json_error_text
+from albert_tf.data.task_readers import read_json_file
+from albert_tf.errors import TaskError
 
 TASK_NAME = "wos"
 ROLES = ("user", "sys")
@@ -94,23 +93,11 @@ def split_state_item(item, where: str, ontology: Ontology) -> Tuple[str, str]:
   return name, value
 
 
-def _load_json(path: str, what: str):
-  if not os.path.isfile(path):
-    raise InputFileError(f"{what} not found: {path}")
-  try:
-    with open(path, encoding="utf-8") as reader:
-      return json.load(reader)
-  except UnicodeDecodeError as error:
-    raise TaskError(f"{path}: not UTF-8 ({error.reason} at byte {error.start}).") from None
-  except json.JSONDecodeError as error:
-    raise TaskError(f"{path}: not valid JSON ({json_error_text(error)}).") from None
-
-
 def read_ontology(path: str) -> Ontology:
   """The ontology of `path`: a JSON object "domain-slot" -> a non-empty list of distinct string values.
 
   Every slot needs its values: the tracker picks each slot's value among them (`model`)."""
-  mapping = _load_json(path, "Ontology file")
+  mapping = read_json_file(path, "Ontology file")
   if not isinstance(mapping, dict) or not mapping:
     raise TaskError(f"{path}: the ontology is a JSON object \"domain-slot\" -> list of values, not {mapping!r:.80}.")
   for slot, values in mapping.items():
@@ -136,7 +123,7 @@ def _text(turn: dict, field: str, where: str) -> str:
 
 def read_dialogues(path: str, ontology: Ontology) -> List[TurnExample]:
   """Every user turn of the dialogues of `path`, checked against `ontology`."""
-  dialogues = _load_json(path, "Dialogue file")
+  dialogues = read_json_file(path, "Dialogue file")
   if not isinstance(dialogues, list) or not dialogues:
     raise TaskError(f"{path}: WoS's files are a non-empty JSON array of dialogues.")
   examples = []

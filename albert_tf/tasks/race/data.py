@@ -26,8 +26,8 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
+from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError, json_error_text
-from albert_tf.files import read_utf8_lines
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 
 RACE_LEVELS = ("middle", "high")
@@ -85,7 +85,7 @@ def _numeric_name_order(name: str) -> Tuple[int, int, str]:
 def _read_json_lines(path: str) -> Iterator[Tuple[str, Any]]:
   """Yields ("<file>, line <n>", object) of each non-blank line of a JSON-lines file."""
   found_any = False
-  for line_number, line in read_utf8_lines(path):
+  for line_number, line in files.read_utf8_lines(path):
     if not line.strip():
       continue
     found_any = True
@@ -101,8 +101,7 @@ def _read_json_lines(path: str) -> Iterator[Tuple[str, Any]]:
 
 def _read_json_file(path: str) -> Any:
   """The one JSON object of a file of RACE's download."""
-  with open(path, "rb") as reader:
-    raw = reader.read()
+  raw = files.read_bytes(path)
   try:
     text = raw.decode("utf-8-sig")
   except UnicodeDecodeError as error:
@@ -117,13 +116,12 @@ def _read_json_file(path: str) -> Any:
 def _read_level_records(level_dir: str) -> Iterator[Tuple[str, Any]]:
   """Yields (where, JSON object) of each article of a level folder, in either layout."""
   json_lines_path = os.path.join(level_dir, JSON_LINES_FILE)
-  if os.path.isfile(json_lines_path):
+  if files.file_exists(json_lines_path):
     yield from _read_json_lines(json_lines_path)
     return
   # Hidden files are left out: macOS archives add "._<n>.txt" companions that are not text.
-  names = sorted((entry.name for entry in os.scandir(level_dir)
-                  if entry.name.endswith(".txt") and not entry.name.startswith(".") and entry.is_file()),
-                 key=_numeric_name_order)
+  names = sorted((name for name in map(os.path.basename, files.folder_files(level_dir, "*.txt"))
+                  if not name.startswith(".")), key=_numeric_name_order)
   if not names:
     raise DataError(f"{level_dir} holds no {JSON_LINES_FILE} and no other *.txt file: no RACE articles.")
   for name in names:
@@ -189,10 +187,12 @@ def _record_examples(record: Any, level: str, where: str) -> Tuple[str, bool, Li
 
 def _race_folder(data_dir: str) -> str:
   """`data_dir/RACE` where there is one, else `data_dir` (the RACE folder itself)."""
-  if not os.path.isdir(data_dir):
+  if not files.is_folder(data_dir):
+    if files.exists(data_dir):
+      raise InputFileError(f"RACE data folder {data_dir} is a file, not a folder.")
     raise InputFileError(f"RACE data folder not found: {data_dir}")
   nested = os.path.join(data_dir, "RACE")
-  return nested if os.path.isdir(nested) else data_dir
+  return nested if files.is_folder(nested) else data_dir
 
 
 def read_race_examples(data_dir: str, split: str, high_only: bool = False,
@@ -222,7 +222,7 @@ def read_race_examples(data_dir: str, split: str, high_only: bool = False,
     raise OptionError("high_only and middle_only exclude each other: set at most one.")
   race_dir = _race_folder(data_dir)
   split_dir = os.path.join(race_dir, split)
-  if not os.path.isdir(split_dir):
+  if not files.is_folder(split_dir):
     raise InputFileError(f"no RACE/{split} in {data_dir} (looked for {split_dir}).")
   levels = ("high",) if high_only else ("middle",) if middle_only else RACE_LEVELS
   examples = []
@@ -230,7 +230,7 @@ def read_race_examples(data_dir: str, split: str, high_only: bool = False,
   where_first_answered = {}  # whether an article has answers -> where the first such article was read
   for level in levels:
     level_dir = os.path.join(split_dir, level)
-    if not os.path.isdir(level_dir):
+    if not files.is_folder(level_dir):
       raise InputFileError(f"no RACE/{split}/{level} in {data_dir} (looked for {level_dir}).")
     for where, record in _read_level_records(level_dir):
       article_id, has_answers, record_examples = _record_examples(record, level, where)

@@ -12,14 +12,16 @@ the distillation MSE, and, given an STS dev set, its Spearman and Pearson correl
 """
 
 import dataclasses
+import io
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import files
 from albert_tf.data.finetuning_dataset import EncodedSplit
 from albert_tf.data.task_readers import Example, Task
-from albert_tf.errors import DataError, InputFileError, OptionError, TaskError
+from albert_tf.errors import DataError, OptionError, TaskError
 from albert_tf.serving import sentence_embedders
 from albert_tf.tasks.similarity.objective import SentenceEncoderDefaults, check_similarity_task, pack_pairs_apart
 from albert_tf.tasks.similarity.parallel_text import ParallelPair, split_pairs
@@ -53,11 +55,9 @@ def teacher_embeddings(teacher: str, sources: Sequence[str], student_size: int, 
     OptionError: the teacher's width differs from the student's (checked on the first batch, before the rest).
   """
   if teacher.endswith(".npy"):
-    if not tf.io.gfile.exists(teacher):
-      raise InputFileError(f"--teacher file not found: {teacher}")
+    files.require_file(teacher, "--teacher file")
     try:
-      with tf.io.gfile.GFile(teacher, "rb") as reader:
-        embeddings = np.load(reader, allow_pickle=False)
+      embeddings = np.load(io.BytesIO(files.read_bytes(teacher)), allow_pickle=False)
     except ValueError as error:
       raise DataError(f"--teacher {teacher}: not a NumPy array file ({error}).") from None
     if embeddings.ndim != 2 or embeddings.dtype.kind != "f" or len(embeddings) != len(sources):

@@ -15,8 +15,8 @@ import os
 import sys
 from typing import Callable, List, Optional, Protocol, Tuple
 
-from albert_tf.errors import DataError, InputFileError, json_error_text
-from albert_tf.files import file_exists, read_bytes
+from albert_tf.errors import DataError, json_error_text
+from albert_tf.files import read_bytes, require_file
 
 @dataclasses.dataclass(frozen=True)
 class QuestionLayout:
@@ -204,9 +204,7 @@ def read_examples(input_path: str, is_training: bool, version_2_with_negative: b
 
 
 def read_input(input_file: str) -> bytes:
-  if not file_exists(input_file):
-    raise InputFileError(f"SQuAD file not found: {input_file}")
-  return read_bytes(input_file)
+  return read_bytes(require_file(input_file, "SQuAD file"))
 
 
 def load_json(input_file: str, raw: bytes) -> object:

@@ -8,7 +8,6 @@ reads, plus what rebuilds a `SquadFeature` without tokenizing again (`example_in
 
 import hashlib
 import json
-import os
 import re
 import sys
 from typing import List, Optional
@@ -16,7 +15,8 @@ from typing import List, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.files import partial_path, write_atomically
+from albert_tf import files
+from albert_tf.errors import DataError
 from albert_tf.tasks.squad.examples import SQUAD_LAYOUT, ExampleReader, QuestionLayout, SquadExample, read_examples
 from albert_tf.tasks.squad.features import SquadFeature, SquadSplit, check_feature_options, convert_examples_to_features
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -93,7 +93,7 @@ def load_or_create_features(input_file: str, tokenizer: SentencePieceTokenizer, 
           flush=True)
     if feature_left_file:
       _write_left_file(feature_left_file, features)
-  elif feature_left_file and not tf.io.gfile.exists(feature_left_file):
+  elif feature_left_file and not files.exists(feature_left_file):
     _write_left_file(feature_left_file, features)
   return SquadSplit(examples, features, skipped, dataset)
 
@@ -106,12 +106,11 @@ def _cached_features(feature_file: str, settings: dict, examples: List[SquadExam
                      is_training: bool) -> Optional[List[SquadFeature]]:
   """The features of the cache when its settings are `settings`, else None (with a line saying why)."""
   settings_file = _settings_file(feature_file)
-  if not (tf.io.gfile.exists(settings_file) and tf.io.gfile.exists(feature_file)):
+  if not (files.file_exists(settings_file) and files.file_exists(feature_file)):
     return None
   try:
-    with tf.io.gfile.GFile(settings_file, "r") as reader:
-      recorded = json.load(reader)
-  except (json.JSONDecodeError, UnicodeDecodeError):
+    recorded = files.read_json(settings_file)
+  except DataError:
     recorded = None
   if not isinstance(recorded, dict):
     print(f"{settings_file} cannot be read; rebuilding the features.", file=sys.stderr, flush=True)
@@ -147,22 +146,18 @@ def _describe_change(name: str, old: object, new: object) -> str:
 def _write_cache(feature_file: str, settings: dict, features: List[SquadFeature], max_seq_length: int,
                  is_training: bool) -> None:
   """Writes the feature file, then its settings: a crash in between leaves no settings, so no stale cache."""
-  directory = os.path.dirname(feature_file)
-  if directory:
-    tf.io.gfile.makedirs(directory)
+  files.make_folders(files.parent(feature_file))
   settings_file = _settings_file(feature_file)
-  if tf.io.gfile.exists(settings_file):
-    tf.io.gfile.remove(settings_file)
-  partial = partial_path(feature_file)
+  files.remove(settings_file)
+  partial = files.partial_path(feature_file)
   try:
     with tf.io.TFRecordWriter(partial) as writer:
       for feature in features:
         writer.write(_feature_record(feature, max_seq_length, is_training))
-    tf.io.gfile.rename(partial, feature_file, overwrite=True)
+    files.rename(partial, feature_file)
   finally:
-    if tf.io.gfile.exists(partial):
-      tf.io.gfile.remove(partial)
-  write_atomically(settings_file, json.dumps(dict(settings, num_features=len(features)), indent=2) + "\n")
+    files.remove(partial)
+  files.write_json(settings_file, dict(settings, num_features=len(features)))
 
 
 def _write_left_file(path: str, features: List[SquadFeature]) -> None:
@@ -171,7 +166,7 @@ def _write_left_file(path: str, features: List[SquadFeature]) -> None:
                        "token_start_to_char": feature.token_start_to_char,
                        "token_end_to_char": feature.token_end_to_char,
                        "token_is_max_context": feature.token_is_max_context}) + "\n" for feature in features]
-  write_atomically(path, "".join(lines))
+  files.write_atomically(path, "".join(lines))
 
 
 def _feature_record(feature: SquadFeature, max_seq_length: int, is_training: bool) -> bytes:

@@ -5,7 +5,6 @@ names) and gives `start_logits` and `end_logits`. The file is checked before it 
 interpreter must give the Keras model's logits on sample inputs.
 """
 
-import os
 import warnings
 from typing import List, Sequence, Tuple
 
@@ -13,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import OutputError
-from albert_tf.files import write_atomically
+from albert_tf.files import write_output_file
 
 TFLITE_TOLERANCE = 1e-4  # largest |logit difference| accepted between TFLite and the model
 
@@ -75,5 +74,4 @@ def export_checked_tflite(model, path: str, max_seq_length: int,
   if worst > TFLITE_TOLERANCE:
     raise OutputError(f"The TFLite model's logits differ from the model's by up to {worst:.2e} (more than "
                       f"{TFLITE_TOLERANCE:g}); {path} was not written.")
-  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  return write_atomically(path, flatbuffer)
+  return write_output_file(path, flatbuffer)

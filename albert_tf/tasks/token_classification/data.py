@@ -33,8 +33,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from sentencepiece import sentencepiece_pb2
 
-from albert_tf.errors import DataError, InputFileError, OptionError, TaskError
-from albert_tf.files import read_utf8_lines
+from albert_tf import files
+from albert_tf.errors import DataError, OptionError, TaskError
 from albert_tf.text.tokenizer import SentencePieceTokenizer, ends_in_digit_comma, preprocess_text
 
 FORMATS = ("klue-ner", "conll", "tsv")
@@ -101,10 +101,9 @@ def _check_tag(tag: str, previous: Optional[str], label_list: Optional[Sequence[
 
 def _lines(path: str) -> Iterator[Tuple[int, str]]:
   """(1-based line number, line without its line break) of a UTF-8 file; a bad file is a `TaskError`."""
-  if not os.path.isfile(path):
-    raise InputFileError(f"NER data file not found: {path}")
+  files.require_file(path, "NER data file")
   try:
-    for line_number, line in read_utf8_lines(path):
+    for line_number, line in files.read_utf8_lines(path):
       yield line_number, line.removesuffix("\n").removesuffix("\r")
   except DataError as error:
     raise TaskError(str(error)) from None
