@@ -90,7 +90,9 @@ def model_inputs(sequences: PackedSequences, indices: tf.Tensor, max_seq_length:
   batch_size = indices.shape[0]
   rows = tf.gather(sequences.word_ids, indices)
   positions = tf.range(max_seq_length)[tf.newaxis, :]
-  input_mask = positions < tf.cast(rows.row_lengths(), tf.int32)[:, tf.newaxis]
+  # A gathered ragged tensor's row count has no static size; every input of a batch needs one (XLA on a TPU).
+  lengths = tf.ensure_shape(tf.cast(rows.row_lengths(), tf.int32), [batch_size])
+  input_mask = positions < lengths[:, tf.newaxis]
   first_segment = positions < tf.gather(sequences.first_segment_lengths, indices)[:, tf.newaxis]
   return {
       "input_word_ids": rows.to_tensor(pad_id, shape=[batch_size, max_seq_length]),

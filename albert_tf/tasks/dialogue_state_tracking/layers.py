@@ -77,7 +77,9 @@ class SlotValueHead(tf_keras.layers.Layer):
     self.value_projection = tf_keras.layers.Dense(hidden_size, kernel_initializer=self._initializer(),
                                                   name="value_projection")
     self.gate = tf_keras.layers.Dense(self.num_gates, kernel_initializer=self._initializer(), name="gate")
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    # float32 as the scores it drops from: under a mixed policy a bfloat16 layer would cast the slot vectors down,
+    # which the float32 einsums after it refuse.
+    self.dropout = tf_keras.layers.Dropout(dropout_rate, dtype="float32")
 
   def _build_tables(self):
     """The static tables of the candidates (each slot's values but its special ones), of the labels' gates and
