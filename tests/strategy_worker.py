@@ -4,7 +4,8 @@
 
 JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
 fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. The final trainable
-weights, the last loss and, for the classifier, the dev metrics and test outputs are saved to RESULT_NPZ.
+weights, the last loss, what this process's input pipeline reads of the first epoch (records, or example
+indices) and, for the classifier, the dev metrics and test outputs are saved to RESULT_NPZ.
 `--input_pipelines=N` (pretraining on one device) feeds each step the global batch that N input pipelines
 (hosts) would deliver together: the one-device twin of an N-worker run. In a test's process (conftest gives it
 two logical CPUs), `strategy_type="mirrored"` runs two replicas.
@@ -38,6 +39,36 @@ def global_batches_of_pipelines(run, num_pipelines):
   batches = tf.data.Dataset.zip(per_pipeline).map(
       lambda *parts: tf.nest.map_structure(lambda *tensors: tf.concat(tensors, 0), *parts))
   return run.strategy.experimental_distribute_dataset(batches)
+
+
+def input_context_of(run_strategy) -> tf.distribute.InputContext:
+  """The input context `distribute_datasets_from_function` gives this process (host) under `run_strategy`."""
+  contexts = []
+  run_strategy.distribute_datasets_from_function(lambda context: contexts.append(context) or tf.data.Dataset.range(1))
+  return contexts[0]
+
+
+def pretraining_epoch_of_this_host(run):
+  """(input ids, masked positions) of every record this host's input pipeline reads in the first epoch of the
+  training stream (which evaluation reads once), as the run's strategy shares the files among hosts."""
+  from albert_tf.data import pretraining_dataset
+  o = run.options
+  epoch = pretraining_dataset.pretraining_dataset(
+      run.train_files, o.max_seq_length, o.max_predictions_per_seq, 1, is_training=False,
+      input_context=input_context_of(run.strategy), seed=o.random_seed)
+  batches = list(epoch)
+  return (tf.concat([batch["input_word_ids"] for batch in batches], 0).numpy(),
+          tf.concat([batch["masked_lm_positions"] for batch in batches], 0).numpy())
+
+
+def finetuning_epoch_of_this_host(run):
+  """The example indices this host's input pipeline reads of the first epoch of the training stream."""
+  from albert_tf.data import finetuning_dataset
+  context = input_context_of(run.strategy)
+  split = run.splits["train"]
+  share = len(range(context.input_pipeline_id, split.num_examples, context.num_input_pipelines))
+  stream = finetuning_dataset.training_dataset(split, 1, run.options.random_seed, input_context=context)
+  return [int(batch["example_index"][0]) for batch in stream.take(share)]
 
 
 def strategy(strategy_type):
@@ -76,12 +107,14 @@ def main(job, options_file, result_file, strategy_type="one_device", input_pipel
     if input_pipelines > 1:
       run._train_dataset = lambda: global_batches_of_pipelines(run, input_pipelines)
     results["loss"] = run.train()["loss"]
+    results["epoch_input_ids"], results["epoch_masked_positions"] = pretraining_epoch_of_this_host(run)
   else:
     objective = classification_objective.ClassifierObjective(catalogue.get_task(values.pop("task_name")))
     run = finetuning.FineTuning(finetuning.FineTuningOptions(**values), objective, run_strategy)
     results["loss"] = run.train()["loss"]
     results.update({f"eval_{name}": value for name, value in run.last_eval.items()})
     results["test_outputs"] = run._outputs(run.splits["test"], values["predict_batch_size"])
+    results["epoch_examples"] = finetuning_epoch_of_this_host(run)
   np.savez(result_file, **results, **{f"w{i}": v.numpy() for i, v in enumerate(run.model.trainable_variables)})
 
 

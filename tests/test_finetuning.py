@@ -246,6 +246,10 @@ def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, t
     for key in one.files:
       if key.startswith("w"):
         np.testing.assert_allclose(one[key], other[key], atol=1e-5, err_msg=f"{name} {key}")
+  # Each host read its own share of the examples: over an epoch, the two together read each one once.
+  shares = [list(np.load(tmp_path / f"worker{index}.npz")["epoch_examples"]) for index in range(2)]
+  num_examples = len(GLUE_FILES["MNLI/train.tsv"]) - 1  # after its header
+  assert shares[0] and shares[1] and sorted(shares[0] + shares[1]) == list(range(num_examples))
   assert "accuracy = " in (tmp_path / "workers" / run_directory.EVAL_RESULTS).read_text()
   assert not [name for name in os.listdir(tmp_path / "workers") if name.startswith(".worker")]
 

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.data import pretraining_writer
+from albert_tf.data import pretraining_dataset, pretraining_writer
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
@@ -166,6 +166,20 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
   assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("model.ckpt-6")
   assert "global_step = 6" in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
   assert not [name for name in os.listdir(tmp_path / "run") if name.startswith(".worker")]
+  # Each host read its own files: over an epoch, the two together read every record once.
+  records_read = [record_keys(result["epoch_input_ids"], result["epoch_masked_positions"])
+                  for result in (first, second)]
+  assert records_read[0] and records_read[1] and not set(records_read[0]) & set(records_read[1])
+  every_record = pretraining_dataset.pretraining_dataset(records, SEQ, PREDICTIONS, 1, is_training=False)
+  assert sorted(records_read[0] + records_read[1]) == sorted(record_keys(
+      np.concatenate([batch["input_word_ids"] for batch in every_record]),
+      np.concatenate([batch["masked_lm_positions"] for batch in every_record])))
+
+
+def record_keys(input_ids, masked_positions):
+  """A record's ids and masked positions, which tell it from every other record (a masked copy of a sequence
+  differs from the others in its positions)."""
+  return [ids.tobytes() + positions.tobytes() for ids, positions in zip(input_ids, masked_positions)]
 
 
 def tool_flags(records, output_dir, *extra):
