@@ -32,6 +32,7 @@ from albert_tf.data.record_files import check_pretraining_records, count_records
 from albert_tf.errors import AlbertError
 from albert_tf.files import expand_input_patterns
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import capacity
 from albert_tf.training import distribution
 from albert_tf.training import pretraining
@@ -94,6 +95,7 @@ def main(argv):
   del argv
   # Bad input is refused before the minutes of data runs.
   inputs = expand_input_patterns(FLAGS.input_file)
+  SentencePieceTokenizer(FLAGS.spm_model_file)
   step_settings = capacity.PretrainingStepSettings(AlbertConfig.from_json_file(FLAGS.albert_config_file),
                                                    FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
   work = tempfile.mkdtemp(prefix="albert_dynamic_masking_benchmark-")

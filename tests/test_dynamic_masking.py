@@ -303,8 +303,7 @@ def test_benchmark_prints_its_figures_and_refuses_bad_input(tmp_path):
   # Refused before any data run, or with the data tool's own error: one line each.
   for flag, message in [("--albert_config_file=/no/config.json", "ALBERT config file not found: /no/config.json"),
                         (f"--max_seq_length={SEQ * 2}", f"--max_seq_length={SEQ * 2} must be between 3"),
-                        ("--spm_model_file=/no/spm.model",
-                         "create_pretraining_data failed: SentencePiece model not found: /no/spm.model")]:
+                        ("--spm_model_file=/no/spm.model", "SentencePiece model not found: /no/spm.model")]:
     refused = benchmark(tmp_path, flag)
     assert refused.returncode == 2 and f"error: {message}" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr

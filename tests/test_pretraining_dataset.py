@@ -8,7 +8,7 @@ import tensorflow as tf
 from albert_tf.data.pretraining_dataset import pretraining_dataset
 from albert_tf.data.record_files import check_pretraining_records, count_records, read_record_stats, write_record_stats
 from albert_tf.errors import DataError
-from albert_tf.files import expand_input_patterns
+from albert_tf.files import expand_input_patterns, list_folder, read_json, remove, write_json
 
 SEQ_LENGTH = 8
 MAX_PREDICTIONS = 3
@@ -222,9 +222,10 @@ def test_a_file_smaller_than_the_rounds_is_read_at_other_places_each_epoch(tmp_p
 
 @pytest.mark.parametrize("sizes, num_pipelines, window, starts", [
     # Windows of 3 and rounds of about 3 records do not line up: starts inside windows and rounds, at their
-    # starts, on epoch boundaries and in later epochs.
-    ([4, 3, 2], 1, 3, [*range(20), 95, 400]),  # 9 records an epoch
-    ([5, 3, 2, 4], 2, 3, [*range(17), 150, 400]),  # file sharding: epochs of 5 to 9 records
+    # starts, on epoch boundaries and in later epochs. Each start builds a dataset (0.6 s): every position of
+    # the first window and round, then each place of a window (start, inside, end) across the next epochs.
+    ([4, 3, 2], 1, 3, [0, 1, 2, 3, 4, 5, 8, 9, 10, 13, 17, 18, 95, 400]),  # 9 records an epoch
+    ([5, 3, 2, 4], 2, 3, [0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 16, 150, 400]),  # file sharding: epochs of 5 to 9
     ([9, 6, 5], 4, 3, [*range(10), 150]),  # record sharding: 2 + 1 + 1 records an epoch
     ([37, 50, 11], 1, 1024, [5, 97, 98, 300]),  # the default window: an epoch is one round and one window
 ])
@@ -315,6 +316,20 @@ def test_count_records_keeps_a_cache_and_recounts_changed_files(tmp_path):
   (tmp_path / "c.tfrecord").write_bytes(b"not a TFRecord file" * 10)
   with pytest.raises(ValueError, match=r"c\.tfrecord: corrupt record"):
     count_records([a, str(tmp_path / "c.tfrecord")])
+
+
+def test_record_counts_of_files_in_a_bucket_are_cached_in_the_bucket(bucket):
+  records = write_records(f"{bucket}/data/a.tfrecord", range(3))
+  cache_file = f"{bucket}/run/counts.json"
+  assert count_records([records], cache_file) == {records: 3}
+  cache = read_json(cache_file)
+  cache[records]["records"] = 99  # only a count read from the cache can be 99
+  write_json(cache_file, cache)
+  assert count_records([records], cache_file) == {records: 99}
+  remove(records)  # TensorFlow's ram:// appends to a file written again
+  write_records(records, range(4))
+  assert count_records([records], cache_file) == {records: 4}
+  assert list_folder(f"{bucket}/run") == ["counts.json"]
 
 
 def test_record_stats_find_the_largest_token_id_and_are_cached_only_when_asked(tmp_path):
