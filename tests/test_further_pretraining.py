@@ -68,23 +68,23 @@ def one_batch_runs(records, tmp_path_factory):
           for optimizer in ("lamb", "adamw")}
 
 
-@pytest.mark.parametrize("optimizer,changes", [
-    ("lamb", dict(gradient_accumulation_steps=4)),
-    ("adamw", dict(gradient_accumulation_steps=4)),
-    ("lamb", dict(gradient_accumulation_steps=4, recompute_grad=True)),
-], ids=["lamb", "adamw", "lamb-recompute"])
-def test_micro_batches_reach_the_weights_of_one_batch(records, tmp_path, one_batch_runs, optimizer, changes):
-  actual = trained_weights(options(records, tmp_path, optimizer=optimizer, **changes))
-  assert_same_weights(one_batch_runs[optimizer], actual, rtol=1e-5)
+# The micro-batches' gradients are summed before the optimizer sees them: each optimizer is tried once, LAMB on
+# one device (with and without recomputation), AdamW on two replicas.
+@pytest.mark.parametrize("changes", [dict(gradient_accumulation_steps=4),
+                                     dict(gradient_accumulation_steps=4, recompute_grad=True)],
+                         ids=["lamb", "lamb-recompute"])
+def test_micro_batches_reach_the_weights_of_one_batch(records, tmp_path, one_batch_runs, changes):
+  actual = trained_weights(options(records, tmp_path, optimizer="lamb", **changes))
+  assert_same_weights(one_batch_runs["lamb"], actual, rtol=1e-5)
 
 
-@pytest.mark.parametrize("optimizer", ["lamb", "adamw"])
-def test_micro_batches_on_two_mirrored_replicas_reach_the_weights_of_one_batch(records, tmp_path, one_batch_runs,
-                                                                               optimizer):
-  """2 replicas (conftest's two logical CPUs) x 4 micro-batches of 4 against one batch of 32 on one device."""
-  actual = trained_weights(options(records, tmp_path, optimizer=optimizer, gradient_accumulation_steps=4),
+def test_micro_batches_on_two_mirrored_replicas_reach_the_weights_of_one_batch(records, tmp_path, one_batch_runs):
+  """2 replicas (conftest's two logical CPUs) x 4 micro-batches of 4 against one batch of 32 on one device: also
+  what two mirrored replicas without micro-batches must reach (the multi-worker test in test_pretraining.py
+  compares the loss too)."""
+  actual = trained_weights(options(records, tmp_path, optimizer="adamw", gradient_accumulation_steps=4),
                            "mirrored", replicas=2)
-  assert_same_weights(one_batch_runs[optimizer], actual, rtol=1e-5)
+  assert_same_weights(one_batch_runs["adamw"], actual, rtol=1e-5)
 
 
 def test_a_batch_that_does_not_split_is_refused_with_the_numbers(records, tmp_path):
