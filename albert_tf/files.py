@@ -643,8 +643,9 @@ def staged_folder(destination: str, *complete_markers: str) -> Iterator[str]:
   """Yields a new local folder to write a folder's files into; when the block succeeds they are published at
   `destination` whole or not at all, and nothing is left anywhere when it fails (Ctrl-C too).
 
-  On local disk the folder is staged beside `destination` and renamed into place, or, when `destination` exists
-  (files added to a folder, `--overwrite`), each file is renamed into it with the `complete_markers` last. On a
+  On local disk a new folder is staged beside `destination` and renamed into place; when `destination` exists
+  (files added to a folder, `--overwrite`), it is staged inside it, where the user may write (its parent perhaps
+  not), and each file is renamed into it with the `complete_markers` last. On a
   bucket, where nothing is renamed, the files are staged in a local temporary folder and uploaded one by one, the
   `complete_markers` (paths relative to the folder: "saved_model.pb", "config.json") last and in their order, so
   that a reader never takes a half-written folder for a whole one; an upload that fails removes what it had
@@ -656,9 +657,13 @@ def staged_folder(destination: str, *complete_markers: str) -> Iterator[str]:
       _upload_folder(staging, destination, complete_markers)
     return
   destination = os.path.abspath(destination)
-  make_folders(os.path.dirname(destination))
+  if os.path.isdir(destination):
+    staging = os.path.join(destination, os.path.basename(partial_path(destination)))
+  else:
+    make_folders(os.path.dirname(destination))
+    staging = partial_path(destination)
   # Named as `partial_path` names files; made with the umask's mode (mkdtemp's would be 0700 once renamed).
-  staging = partial_path(destination).replace(".partial-", ".incomplete-", 1)
+  staging = staging.replace(".partial-", ".incomplete-", 1)
   os.mkdir(staging)
   try:
     yield staging

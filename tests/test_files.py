@@ -90,6 +90,20 @@ def test_a_folder_published_on_local_disk_is_renamed_into_place(tmp_path):
   assert os.listdir(tmp_path / "export") == ["1"]
 
 
+def test_files_published_into_an_existing_folder_are_staged_inside_it_not_in_its_parent(tmp_path):
+  """A user's existing output folder may be writable where its parent is not (a home directory's own folder)."""
+  folder = tmp_path / "hf"
+  folder.mkdir()
+  (folder / "README.md").write_text("kept")
+  with files.staged_folder(str(folder), "config.json") as staging:
+    assert os.listdir(tmp_path) == ["hf"]
+    for name in ("model.safetensors", "config.json"):
+      with open(os.path.join(staging, name), "wb") as writer:
+        writer.write(b"x")
+  assert os.listdir(tmp_path) == ["hf"]
+  assert sorted(os.listdir(folder)) == ["README.md", "config.json", "model.safetensors"]
+
+
 def test_a_bucket_that_is_not_there_or_cannot_be_reached_is_one_message_naming_it_and_the_fix(bucket):
   with pytest.raises(OptionError, match=r"--output_dir ram://nowhere/run: the bucket ram://nowhere does not exist"):
     files.check_destination("ram://nowhere/run", "--output_dir")
