@@ -162,14 +162,14 @@ def test_a_vocabulary_trained_into_a_bucket_is_read_from_there_whole_or_not_at_a
   assert tokenizer.tokenize("The") != tokenizer.tokenize("the")
 
   # The .model's upload fails: the .vocab and options uploaded before it are removed again, and the folder made.
-  copy_file = files.copy_file
+  write_atomically = files.write_atomically
 
-  def failing_at_the_model(source, destination):
-    if destination.endswith(".model"):
+  def failing_at_the_model(path, content):
+    if path.startswith(bucket) and path.endswith(".model"):
       raise OutputError("bucket full")
-    copy_file(source, destination)
+    return write_atomically(path, content)
 
-  monkeypatch.setattr(files, "copy_file", failing_at_the_model)
+  monkeypatch.setattr(files, "write_atomically", failing_at_the_model)
   with pytest.raises(OutputError, match="bucket full"):
     train_sentencepiece(f"{bucket}/corpus/en.txt", f"{bucket}/other/sp", vocab_size=200, num_threads=1)
   assert not files.exists(f"{bucket}/other")

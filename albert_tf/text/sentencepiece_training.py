@@ -246,21 +246,6 @@ def _remove_delimiter(prefix: str, trainer_options: Dict, plain_options: Dict):
   files.write_atomically(prefix + ".vocab", "".join(vocab_lines))
 
 
-def _publish(trained_prefix: str, model_prefix: str, suffixes: Sequence[str]):
-  """Copies the files `<trained_prefix><suffix>` to `<model_prefix><suffix>` (local or gs://), each whole, in the
-  order of `suffixes`; if one fails, those copied are removed again, so that a reader, who looks for the last,
-  finds all of them or none."""
-  published = []
-  try:
-    for suffix in suffixes:
-      files.copy_file(trained_prefix + suffix, model_prefix + suffix)
-      published.append(model_prefix + suffix)
-  except BaseException:
-    for path in published:
-      files.remove_tree(path)
-    raise
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainedVocabulary:
   """What `train_vocabulary` wrote, and what it measured.
@@ -300,8 +285,8 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
   """Trains an ALBERT SentencePiece model: writes `<model_prefix>.model`, `<model_prefix>.vocab` and the
   tokenizer options in `<model_prefix>.tokenizer_options.json`, which later tools read.
 
-  The files appear only when training succeeds (trained in a local temporary folder, SentencePiece writing local
-  files only, then each copied into place whole, the `.model` last), so a failed run leaves no partial output (nor
+  The files appear only when training succeeds (trained in a staged folder, SentencePiece writing local files
+  only, then published by `files.staged_folder`, the `.model` last), so a failed run leaves no partial output (nor
   the folders it made) and an existing model untouched.
 
   Args:
@@ -379,8 +364,11 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
   hidden_pieces = trainer_options["vocab_size"] - vocab_size
   if verbose is None:
     verbose = logging.level_debug()
-  with files.output_folders([files.parent(model_prefix)]), files.local_temp_folder() as temp_folder:
-    temp_prefix = os.path.join(temp_folder, "spiece")
+  folder = files.parent(model_prefix)
+  # Trained into a staged folder (SentencePiece writes local files only), then published into `folder` with the
+  # .model last: once it is in place, so are its .vocab and its options.
+  with files.output_folders([folder]), files.staged_folder(folder, os.path.basename(model_file)) as staging:
+    temp_prefix = os.path.join(staging, os.path.basename(model_prefix))
     try:
       # SentencePiece's log level is global to the process (its `minloglevel` option sets it too) and cannot be
       # read back: it is set for this call, then put back to SentencePiece's default.
@@ -404,8 +392,6 @@ def train_vocabulary(input_patterns: Union[str, Sequence[str]],
     coverage = corpus.coverage(sp_model)
     tokenizer_options.write_options(temp_prefix + ".model", tokenizer_options.TokenizerOptions(
         do_lower_case, keep_accents, pretokenizer))
-    # The .model last: once it is in place, so are its .vocab and its options.
-    _publish(temp_prefix, model_prefix, [".vocab", tokenizer_options.OPTIONS_SUFFIX, ".model"])
   logging.info("Wrote %s (%d pieces); it encodes %.4f%% of the corpus's characters without <unk>.",
                model_file, sp_model.GetPieceSize(), 100.0 * coverage)
   return TrainedVocabulary(model_file, sp_model.GetPieceSize(), coverage, time.perf_counter() - started,
