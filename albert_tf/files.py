@@ -205,10 +205,9 @@ def require_file(path: str, what: str, fix: str = "") -> str:
     InputFileError: "<what> not found: <path>", or that it is a folder; `fix` (e.g. "pass --spm_model_file")
       is added in brackets.
   """
-  kind = _kind(path)
-  if kind == "file" and (is_remote(path) or os.path.exists(path)):
+  if file_exists(path):
     return path
-  problem = f"{path} is a folder, not a file" if kind == "folder" else f"not found: {path}"
+  problem = f"{path} is a folder, not a file" if is_folder(path) else f"not found: {path}"
   raise InputFileError(f"{what} {problem}{f' ({fix})' if fix else ''}.")
 
 
