@@ -1,5 +1,6 @@
-"""The documentation holds what it promises: a README front page that `.ci/run` can read, and commands, paths and
-links in README.md and docs/*.md that exist. Text only: nothing here imports TensorFlow or albert_tf."""
+"""The documentation holds what it promises: a README front page that `.ci/run` can read, build notes at the root,
+benchmarks without a diary, and commands, paths and links in README.md, BUILD_NOTES.md and docs/*.md that exist.
+Text only: nothing here imports TensorFlow or albert_tf."""
 
 import ast
 import glob
@@ -11,6 +12,11 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO, "README.md")
 MAX_README_LINES = 250
+BUILD_NOTES = os.path.join(REPO, "BUILD_NOTES.md")
+MAX_BUILD_NOTES_LINES = 200
+BENCHMARKS = os.path.join(REPO, "docs", "benchmarks.md")
+# A word of 7 to 40 hex digits with a letter among them: a commit, which dates a figure instead of stating it.
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
 
 # Names of the albert-* form that are not commands: the distribution (`pip install albert-tf`, albert-tf[beam]) and
 # a released model's folder (albert-base-v2).
@@ -26,8 +32,8 @@ INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 
 
 def documents():
-  """README.md and every page of docs/, as (path, text)."""
-  paths = [README] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+  """README.md, BUILD_NOTES.md and every page of docs/, as (path, text)."""
+  paths = [README, BUILD_NOTES] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
   return [(path, open(path, encoding="utf-8").read()) for path in paths]
 
 
@@ -92,6 +98,18 @@ def test_readme_is_a_front_page():
   with open(README, encoding="utf-8") as readme:
     count = sum(1 for _ in readme)
   assert count <= MAX_README_LINES, f"README.md has {count} lines; move sections to docs/ (at most {MAX_README_LINES})"
+
+
+def test_build_notes_are_at_the_root_and_short():
+  assert os.path.exists(BUILD_NOTES), "BUILD_NOTES.md belongs beside setup.py"
+  with open(BUILD_NOTES, encoding="utf-8") as notes:
+    count = sum(1 for _ in notes)
+  assert count <= MAX_BUILD_NOTES_LINES, f"BUILD_NOTES.md has {count} lines (at most {MAX_BUILD_NOTES_LINES})"
+
+
+def test_benchmarks_name_no_commit():
+  hashes = sorted(set(COMMIT_HASH.findall(open(BENCHMARKS, encoding="utf-8").read())))
+  assert not hashes, "docs/benchmarks.md names commits (state each figure with its command): " + ", ".join(hashes)
 
 
 def test_readmes_first_sh_block_is_the_setup_and_the_test_command():
@@ -170,11 +188,25 @@ def test_every_relative_link_resolves():
   assert not broken, "broken links: " + ", ".join(broken)
 
 
-def test_every_docs_page_links_back_to_the_readme():
+def test_every_page_links_back_to_the_readme():
   pages = [(path, text) for path, text in documents() if path != README]
   assert pages
   for path, text in pages:
-    assert "](../README.md)" in text, f"{relative(path)} does not link back to the README"
+    back = os.path.relpath(README, os.path.dirname(path))
+    assert f"]({back})" in text, f"{relative(path)} does not link back to the README"
+
+
+def test_the_readme_links_the_build_notes():
+  assert "](BUILD_NOTES.md)" in open(README, encoding="utf-8").read()
+
+
+@pytest.mark.parametrize("text, hashes", [
+    ("at `027425d`, 1,406 s", ["027425d"]),
+    ("784.8 s, 1,016 passed, 20260101 and 1234567", []),
+    ("the commit 88f018c5e0a1b2c3d4e5f60718293a4b5c6d7e8f", ["88f018c5e0a1b2c3d4e5f60718293a4b5c6d7e8f"]),
+])
+def test_commit_hash(text, hashes):
+  assert COMMIT_HASH.findall(text) == hashes
 
 
 @pytest.mark.parametrize("text, expected", [
