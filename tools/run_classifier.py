@@ -1,4 +1,5 @@
-"""The `run_classifier` tool; its flags, usage text and `main` are in albert_tf/tasks/classification/command.py."""
+"""The `run_classifier` tool: its flags, usage text and `main` are in
+albert_tf/tasks/classification/command.py."""
 
 # First: it sets TensorFlow's log level, which TensorFlow reads once, when the task's package imports it.
 from albert_tf import cli  # noqa: F401  pylint: disable=unused-import

@@ -1,4 +1,4 @@
-"""The `run_race` tool; its flags, usage text and `main` are in albert_tf/tasks/race/command.py."""
+"""The `run_race` tool: its flags, usage text and `main` are in albert_tf/tasks/race/command.py."""
 
 # First: it sets TensorFlow's log level, which TensorFlow reads once, when the task's package imports it.
 from albert_tf import cli  # noqa: F401  pylint: disable=unused-import

@@ -1,4 +1,5 @@
-"""The `run_token_classification` tool; its flags, usage text and `main` are in albert_tf/tasks/token_classification/command.py."""
+"""The `run_token_classification` tool: its flags, usage text and `main` are in
+albert_tf/tasks/token_classification/command.py."""
 
 # First: it sets TensorFlow's log level, which TensorFlow reads once, when the task's package imports it.
 from albert_tf import cli  # noqa: F401  pylint: disable=unused-import

@@ -1,4 +1,5 @@
-"""The `train_sentence_encoder` tool; its flags, usage text and `main` are in albert_tf/tasks/similarity/command.py."""
+"""The `train_sentence_encoder` tool: its flags, usage text and `main` are in
+albert_tf/tasks/similarity/command.py."""
 
 # First: it sets TensorFlow's log level, which TensorFlow reads once, when the task's package imports it.
 from albert_tf import cli  # noqa: F401  pylint: disable=unused-import

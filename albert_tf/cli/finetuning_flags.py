@@ -1,6 +1,7 @@
-"""The absl flags every fine-tuning tool shares, defined once: the run's (`define_run_flags`), the schedule in steps
-(`define_schedule_flags`), the run's options from them (`options_from_flags`), and the run itself (`fine_tune`). Each task's package adds its
-own flags in its `command` module; `reading_flags` holds those of the tools that read a task's files.
+"""The absl flags every fine-tuning tool shares, defined once: the run's (`define_run_flags`), the schedule in
+steps (`define_schedule_flags`), the run's options from them (`options_from_flags`), and the run itself
+(`fine_tune`). Each task's package adds its own flags in its `command` module; `reading_flags` holds those of
+the tools that read a task's files.
 
 Names and defaults are those of Google's `run_classifier.py` where it has the flag.
 """
