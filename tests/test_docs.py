@@ -132,6 +132,13 @@ def test_every_command_named_exists():
   assert not missing, "commands not in setup.py's TOOLS: " + ", ".join(missing)
 
 
+def test_setup_installs_a_command_for_each_tool_and_no_other():
+  # setup.py's TOOLS is the one list of the console scripts (albert-<name>, albert_tf_tools.<name>:run).
+  tools = sorted(name[:-3] for name in os.listdir(os.path.join(REPO, "tools")) if name.endswith(".py")
+                 and name != "__init__.py")
+  assert sorted(setup_tools()) == tools
+
+
 def test_the_readme_lists_every_command():
   readme = open(README, encoding="utf-8").read()
   named = set(COMMAND.findall(readme))

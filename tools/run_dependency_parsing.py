@@ -1,46 +1,9 @@
-"""Fine-tunes ALBERT as a dependency parser (Dozat and Manning's biaffine parser, KLUE-DP's baseline) on
-KLUE-DP or a CoNLL-U treebank.
+"""The `run_dependency_parsing` tool: its flags, usage text and `main` are in
+albert_tf/tasks/dependency_parsing/command.py."""
 
-  python tools/run_dependency_parsing.py --task_name=klue-dp --data_dir=klue-dp-v1.1 \
-      --output_dir=runs/klue-dp --albert_config_file=albert_base/albert_config.json \
-      --spm_model_file=albert_base/spiece.model --init_checkpoint=albert_base --max_seq_length=128 \
-      --max_words=64 --train_batch_size=32 --learning_rate=5e-5 --train_step=3000 --warmup_step=300 \
-      --save_checkpoints_steps=500 --do_predict --export_dir=serving/klue-dp
-
-Google has no parser script: every flag beyond the shared fine-tuning ones is ours (--task_name, --data_dir,
---max_words, --pos_embedding_size, --do_eval, --eval_batch_size). --data_dir holds klue-dp-v1.1_{train,dev}.tsv (or their
-klue-dp-v1.1/ folder; KLUE's test labels are not public, so --do_predict parses the dev file), or a treebank's
-<treebank>-ud-{train,dev,test}.conllu (or {train,dev,test}.conllu).
-
-Each sentence is [CLS] pieces of its words [SEP]; a word is the vectors of its first and last pieces and the
-embeddings of its first and last morpheme tags (the train split's tags, recorded in task.json;
---pos_embedding_size=0 leaves the tags out, for a parser of raw text). Words past --max_words, or past
---max_seq_length pieces, are cut (how many, on stderr and in eval_results.txt) and not scored. Every checkpoint
-is scored on dev with the best single-root trees (projective ones for KLUE-DP, whose trees all are; any for
-CoNLL-U): KLUE's uas_macro_f1 and las_macro_f1 (which picks model.ckpt-best), the plain uas and las.
---do_predict writes dependency_predictions.tsv (or .conllu), the test file with the predicted HEAD and DEPREL
-columns, and dependency_predictions.json. --export_dir writes a SavedModel whose parse_text parses raw text
-(and its words' tags when the parser reads them). Rerunning the same command resumes.
-Every path may be in a bucket (gs://...), as on a Cloud TPU.
-"""
-
-from albert_tf import cli
-from albert_tf.cli import reading_flags
-from albert_tf.cli import strategy_flags
-from albert_tf.training import finetuning
-
-
-def main(argv):
-  del argv
-  options, objective = reading_flags.dependency_parsing_run_from_flags()
-  finetuning.run(options, objective, strategy_flags.strategy_from_flags())
-
-
-def run():
-  """The `albert-run-dependency-parsing` command."""
-  reading_flags.define_dependency_parsing_flags()
-  cli.run(main)
-
+# First: it sets TensorFlow's log level, which TensorFlow reads once, when the task's package imports it.
+from albert_tf import cli  # noqa: F401  pylint: disable=unused-import
+from albert_tf.tasks.dependency_parsing.command import run
 
 if __name__ == "__main__":
   run()

@@ -107,9 +107,13 @@ def _without_cuinit_line(call):
         restored.writelines(line for line in captured if _CUINIT_FAILURE not in line)
 
 
-def run(main, flags_parser=app.parse_flags_with_usage):
+def run(main, usage: str | None = None, flags_parser=app.parse_flags_with_usage):
   """`absl.app.run(main, flags_parser=flags_parser)`, printing `error: <message>` and exiting with status 2 on
-  bad input."""
+  bad input.
+
+  `usage` is the text --help and --helpfull print above the flags (default: the docstring of `main`'s module), and
+  the flags `main`'s module defines are the ones --help lists.
+  """
 
   if not SHOW_LIBRARY_LOGS and "tensorflow" in sys.modules and not _has_nvidia_driver():
     # TensorFlow calls cuInit when it first lists its devices, once a process (absl's app.run has it list them,
@@ -130,7 +134,17 @@ def run(main, flags_parser=app.parse_flags_with_usage):
         quieted.callback(handler.removeFilter, framework_filter)
       return _main_reporting_bad_input(main, argv)
 
-  app.run(guarded_main, flags_parser=flags_parser)
+  # absl prints __main__'s docstring and the key flags of the module named sys.argv[0]; an installed command's
+  # __main__ is pip's wrapper script, which has neither, and a tool's main may live in its task's package.
+  main_module = sys.modules["__main__"]
+  main_doc = main_module.__doc__
+  main_module.__doc__ = usage or main.__globals__["__doc__"]
+  for flag in flags.FLAGS.get_flags_for_module(main.__module__):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  try:
+    app.run(guarded_main, flags_parser=flags_parser)
+  finally:
+    main_module.__doc__ = main_doc  # a run inside a process that goes on
 
 
 def _main_reporting_bad_input(main, argv):

@@ -1,8 +1,9 @@
-"""The absl flags of the fine-tuning tools, defined once: those all share (`define_run_flags`), and those of
-`run_classifier` and `train_sentence_encoder` (`define_flags`); `reading_flags` adds SQuAD's and RACE's.
+"""The absl flags every fine-tuning tool shares, defined once: the run's (`define_run_flags`), the schedule in
+steps (`define_schedule_flags`), the run's options from them (`options_from_flags`), and the run itself
+(`fine_tune`). Each task's package adds its own flags in its `command` module; `reading_flags` holds those of
+the tools that read a task's files.
 
-Names and defaults are those of Google's `run_classifier.py` where it has the flag; the `--tsv_*` flags
-describe a user's own TSV files for `--task_name=tsv`.
+Names and defaults are those of Google's `run_classifier.py` where it has the flag.
 """
 
 import dataclasses
@@ -12,20 +13,12 @@ from absl import flags
 from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.cli import tokenizer_flags
-from albert_tf.data import task_readers
-from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.tasks.classification import catalogue
-from albert_tf.tasks.classification import relation_extraction
-from albert_tf.tasks.classification import user_tsv
 from albert_tf.training import finetuning
 from albert_tf.training import loop
 from albert_tf.training import optimization
 
 FLAGS = flags.FLAGS
-
-_TSV_FLAGS = ("tsv_text_a_column", "tsv_text_b_column", "tsv_label_column", "tsv_has_header", "tsv_is_regression",
-              "tsv_label_list", "tsv_label_threshold", "tsv_test_has_labels")
 
 
 def define_run_flags():
@@ -68,65 +61,6 @@ def define_schedule_flags():
   flags.DEFINE_integer("warmup_step", 0, "Linear warmup steps.")
 
 
-def define_task_flags():
-  """--task_name, --data_dir and the --tsv_* flags: which task's data is read, and how (`task_from_flags`)."""
-  flags.DEFINE_string("data_dir", None, "The task's data: its files under their official names (GLUE's "
-                      "train.tsv, dev.tsv, test.tsv; KLUE's ynat-v1.1_train.json, ...; KorSTS', KorNLI's, NSMC's), "
-                      "in the task's folder of its download or the folder above it (Google's --data_dir); or one "
-                      "file, read as each split.")
-  flags.DEFINE_string("task_name", None, f"The task (any case): {', '.join(catalogue.KNOWN_TASKS)}. The Korean tasks' "
-                      "test splits are labeled: KLUE's is its dev file (its test labels are not public), NSMC's "
-                      "dev split is its test file.")
-  flags.DEFINE_integer("tsv_text_a_column", 0, "tsv task: the column (0-based) of the first text.")
-  flags.DEFINE_integer("tsv_text_b_column", None, "tsv task: the column of the second text, for pairs.")
-  flags.DEFINE_integer("tsv_label_column", 1, "tsv task: the column of the label or score.")
-  flags.DEFINE_bool("tsv_has_header", False, "tsv task: the first row of each file is a header.")
-  flags.DEFINE_bool("tsv_is_regression", False, "tsv task: the label is a number to predict.")
-  flags.DEFINE_list("tsv_label_list", None, "tsv task: the class labels in id order (default: the train "
-                    "split's labels, sorted; numbers that look like a score's values, not classes, are refused "
-                    "then).")
-  flags.DEFINE_float("tsv_label_threshold", None, "tsv task: binary classes from a numeric score: 1 if "
-                     "score > threshold, else 0.")
-  flags.DEFINE_bool("tsv_test_has_labels", True, "tsv task: test.tsv has the label column too.")
-  flags.DEFINE_enum("entity_markers", None, list(relation_extraction.ENTITY_MARKERS), "klue-re: how the subject "
-                    "and object are marked in the text: typed_punct (default; '& * PER * 이순신 &', "
-                    "'# ^ LOC ^ 서울 #', no new pieces) or added_pieces (⟦subject⟧, ⟪object⟫: pieces added by "
-                    "tools/extend_vocab.py).")
-
-
-def define_flags(data_dir_required: bool = True):
-  """The flags of run_classifier and train_sentence_encoder (--task_name has no default; --data_dir is
-  optional where a tool reads other data, as train_sentence_encoder's --parallel_file)."""
-  define_run_flags()
-  define_schedule_flags()
-  define_task_flags()
-  flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint on the dev split and keep the best.")
-  flags.DEFINE_integer("eval_batch_size", 8, "Global eval batch size.")
-  if data_dir_required:
-    flags.mark_flag_as_required("data_dir")
-
-
-def task_from_flags() -> task_readers.Task:
-  """The task of --task_name; for `tsv`, laid out as the --tsv_* flags say.
-
-  Raises:
-    TaskError: an unknown task, a bad layout, or --tsv_* flags given for another task.
-  """
-  if FLAGS.task_name.lower() != "tsv":
-    given = [f"--{name}" for name in _TSV_FLAGS if FLAGS[name].present]
-    if given:
-      raise TaskError(f"{', '.join(given)} describe a tsv task's files; --task_name={FLAGS.task_name} "
-                            "has its own layout.")
-    return catalogue.get_task(FLAGS.task_name, entity_markers=FLAGS.entity_markers)
-  tsv_format = user_tsv.TsvFormat(
-      text_a_column=FLAGS.tsv_text_a_column, label_column=FLAGS.tsv_label_column,
-      text_b_column=FLAGS.tsv_text_b_column, has_header=FLAGS.tsv_has_header,
-      is_regression=FLAGS.tsv_is_regression,
-      label_list=tuple(FLAGS.tsv_label_list) if FLAGS.tsv_label_list else None,
-      label_threshold=FLAGS.tsv_label_threshold, test_has_labels=FLAGS.tsv_test_has_labels)
-  return catalogue.get_task("tsv", tsv_format)
-
-
 def options_from_flags(**values) -> finetuning.FineTuningOptions:
   """The run's `FineTuningOptions`: each field from the flag of its name where the tool defines one, else
   from `values` (what a tool computes, e.g. SQuAD's steps from its epochs), else the field's default."""
@@ -138,3 +72,8 @@ def options_from_flags(**values) -> finetuning.FineTuningOptions:
   fields = {field.name for field in dataclasses.fields(finetuning.FineTuningOptions)}
   from_flags = {name: FLAGS[name].value for name in fields if name in FLAGS and name not in derived}
   return finetuning.FineTuningOptions(**from_flags, **derived)
+
+
+def fine_tune(objective: finetuning.FineTuningObjective, **values):
+  """Fine-tunes `objective` with the run's options (`options_from_flags(**values)`) and distribution strategy."""
+  finetuning.run(options_from_flags(**values), objective, strategy_flags.strategy_from_flags())
