@@ -21,18 +21,35 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 TASKS_PACKAGE = "albert_tf.tasks"
 
 
+def built_model(model_class: type, config, shapes: Dict[str, List[int]], task_info: Dict):
+  """`TaskHead.rebuild`'s default: the model of `model_class` with nothing but the config, built by a call on its
+  `dummy_inputs` (a head whose sizes do not vary between runs)."""
+  del shapes, task_info
+  model = model_class(config)
+  model(model.dummy_inputs(), training=False)
+  return model
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskHead:
   """One task head and what the generic code does with it.
 
+  A task must say `attribute` and `model_class`; every other field has a default that fits a head of its own
+  (no counterpart in Google's or Hugging Face's models, sizes fixed by the config).
+
   Attributes:
     attribute: the model's attribute holding the head, which is also its checkpoint child name.
-    description: the head as messages call it ("classifier head").
-    model_class: the fine-tuned Keras model that holds it.
+    model_class: the fine-tuned Keras model that holds it; it has a `dummy_inputs()` method.
+    description: the head as messages call it ("classifier head"); default: `attribute` in words.
     weight_names: the head layer -> its variables with their names in Google's TF1 checkpoints and Hugging
-      Face's state dicts (`weight_names.WeightNames`, whose `hf` is None where transformers has no place).
+      Face's state dicts (`weight_names.WeightNames`, whose `hf` is None where transformers has no place);
+      None: each variable under `attribute`/its path inside the head, with no Hugging Face name.
     rebuild: (config, the checkpoint's head variables' shapes by object path below the model, e.g.
-      "<attribute>/output_weights", the run's task.json or {}) -> the built model, ready to restore.
+      "<attribute>/output_weights", the run's task.json or {}) -> the built model, ready to restore; default
+      `built_model` of `model_class`.
+    serving_module: (model, tokenizer, packing, asset_files, task_options) -> the SavedModel's module
+      (a `saved_model.AlbertServingModule`) with the task's signatures; None: the model's outputs on ids
+      (`saved_model.ModelOutputsServingModule`).
     hf_config: the model -> its transformers class and settings for `config.json` (`architectures`, labels,
       ...); None when transformers has no ALBERT class for the head (export refuses it).
     hf_dropped_prefixes: encoder weights that the transformers class does not have (e.g. a pooler).
@@ -42,8 +59,6 @@ class TaskHead:
       `hf_architecture` (its labels...).
     google_scope: the TF1 scope that marks the head in one of Google's fine-tuned checkpoints, which conversion
       looks for; None when Google's checkpoints cannot tell it from another head's.
-    serving_module: (model, tokenizer, packing, asset_files, task_options) -> the SavedModel's module
-      (a `saved_model.AlbertServingModule`) with the task's signatures.
     serving_options_of_run: a checkpoint prefix -> the `task_options` its run's files record for serving (a
       SQuAD run's reading settings), or None; None when the task has none.
     run_info: the model -> what a run's task.json records of it for `rebuild` (a token classifier's labels),
@@ -51,11 +66,11 @@ class TaskHead:
   """
 
   attribute: str
-  description: str
   model_class: type
-  weight_names: Callable[[Any], List[Tuple[Any, Any]]]
-  rebuild: Callable[[Any, Dict[str, List[int]], Dict], Any]
-  serving_module: Callable[..., Any]
+  description: str = ""
+  weight_names: Optional[Callable[[Any], List[Tuple[Any, Any]]]] = None
+  rebuild: Optional[Callable[[Any, Dict[str, List[int]], Dict], Any]] = None
+  serving_module: Optional[Callable[..., Any]] = None
   hf_config: Optional[Callable[[Any], Dict]] = None
   hf_dropped_prefixes: Tuple[str, ...] = ()
   hf_architecture: Optional[str] = None
@@ -63,6 +78,13 @@ class TaskHead:
   google_scope: Optional[str] = None
   serving_options_of_run: Optional[Callable[[str], Any]] = None
   run_info: Optional[Callable[[Any], Dict]] = None
+
+  def __post_init__(self):
+    # Frozen: the defaults that need the other fields are set once, here.
+    if not self.description:
+      object.__setattr__(self, "description", self.attribute.replace("_", " "))
+    if self.rebuild is None:
+      object.__setattr__(self, "rebuild", functools.partial(built_model, self.model_class))
 
 
 _HEADS: Dict[str, TaskHead] = {}

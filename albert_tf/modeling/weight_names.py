@@ -108,6 +108,16 @@ def top_level_head_weights(head) -> List[Tuple[WeightNames, tf.Variable]]:
           (WeightNames("output_bias", "classifier.bias"), head.output_bias)]
 
 
+def own_head_weights(head, attribute: str) -> List[Tuple[WeightNames, tf.Variable]]:
+  """`TaskHead.weight_names`' default, for a head that neither Google nor Hugging Face has: each variable under
+  `attribute`/its path inside the head layer, with no Hugging Face name."""
+  named = []
+  for variable in head.weights:
+    path = variable.name.split(":")[0].partition(f"{head.name}/")[2] or variable.name.split(":")[0]
+    named.append((WeightNames(f"{attribute}/{path}", None), variable))
+  return named
+
+
 def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
   """Every variable of a built model of this package, with its outside names.
 
@@ -121,5 +131,6 @@ def named_weights(model) -> List[Tuple[WeightNames, tf.Variable]]:
     named += _pretraining_head_weights(model)
   head = task_heads.head_of(model)
   if head is not None:
-    named += head.weight_names(getattr(model, head.attribute))
+    layer = getattr(model, head.attribute)
+    named += head.weight_names(layer) if head.weight_names else own_head_weights(layer, head.attribute)
   return named

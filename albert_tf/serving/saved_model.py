@@ -170,6 +170,25 @@ class AlbertServingModule(tf.Module):
     return signatures
 
 
+class ModelOutputsServingModule(AlbertServingModule):
+  """`TaskHead.serving_module`'s default: `serving_default` returns the fine-tuned model's outputs on ids
+  `[batch, seq]` (a model whose outputs are a dict of tensors, called on the three id inputs), plus the encoder's
+  signatures."""
+
+  def __init__(self, model, tokenizer: GraphTokenizer, packing: TextPacking, asset_files: Optional[dict] = None,
+               task_options=None):
+    del task_options
+    super().__init__(model, tokenizer, packing, asset_files=asset_files)
+
+  @graph_function(input_signature=[IDS, IDS, IDS])
+  def serve_model(self, input_word_ids, input_mask, input_type_ids):
+    return self.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                       "input_type_ids": input_type_ids}, training=False)
+
+  def signatures(self):
+    return dict(super().signatures(), serving_default=self.serve_model.get_concrete_function())
+
+
 def run_task_options(model, checkpoint_prefix: str):
   """The `task_options` that the run of a fine-tuned model's checkpoint recorded for serving (None for none)."""
   task_head = task_heads.head_of(model)
@@ -238,7 +257,8 @@ def export_saved_model(model, export_dir: str, spm_model_file: str, max_seq_leng
                    os.path.basename(options_file): options_file}
     task_head = task_heads.head_of(model)
     if task_head is not None:
-      module = task_head.serving_module(model, tokenizer, packing, asset_files, task_options)
+      module = (task_head.serving_module or ModelOutputsServingModule)(model, tokenizer, packing, asset_files,
+                                                                        task_options)
     else:
       module = AlbertServingModule(model, tokenizer, packing, fill_mask_top_k, asset_files)
     with files.staged_folder(version_dir, SAVED_MODEL_FILE) as staging_dir:

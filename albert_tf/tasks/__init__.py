@@ -7,7 +7,9 @@ objective, metrics and prediction files, its serving signatures), over the share
 - `race`: multiple choice (Google's `run_race`).
 - `token_classification`: a tag per character or word (KLUE-NER, CoNLL-style NER, tagged words).
 - `dependency_parsing`: dependency trees (KLUE-DP, CoNLL-U), a biaffine parser.
+- `dialogue_state_tracking`: a dialogue's state as slot values (KLUE-WoS).
 
 A package with a task head registers it in `albert_tf.modeling.task_heads` when imported; the registry imports
-every package here on its first lookup. docs/adding-a-task.md says how to add one.
+every package here on its first lookup. docs/adding-a-task.md says how to add one (tests/test_adding_a_task.py
+checks that this list, the page's and the README's name every package).
 """

@@ -15,7 +15,8 @@ from albert_tf.tasks.classification.model import AlbertClassifier
 from albert_tf.tasks.classification.serving import ClassifierServingOptions
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
-from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables, safe_ratio,
+from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables,
+                                                      refuse_run_of_another_task, safe_ratio,
                                                       with_google_names)
 
 
@@ -26,7 +27,6 @@ class ClassifierObjective(FineTuningDefaults):
     task: from `catalogue.get_task`.
   """
 
-  has_head = True
   sum_names = ("loss", "correct", "examples")
 
   def __init__(self, task: Task):
@@ -41,8 +41,7 @@ class ClassifierObjective(FineTuningDefaults):
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     """Takes the labels of an earlier run of `output_dir` (their order is the head's); refuses other labels."""
-    if info.get("task") != self.task.name:
-      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task.name!r}.")
+    refuse_run_of_another_task(info, self.task.name, output_dir)
     for name, value in getattr(self.task, "settings", {}).items():
       if info.get(name, value) != value:
         raise TaskError(f"--output_dir {output_dir} was trained with --{name}={info[name]}; this run's is "

@@ -100,7 +100,6 @@ class DependencyParsingObjective(FineTuningDefaults):
     OptionError: an unknown format, `max_words` below 1 or a negative `pos_embedding_size`.
   """
 
-  has_head = True
   primary_metric = "las_macro_f1"
   sum_names = ("loss", "arc_loss", "label_loss", "right_heads", "right_labels", "words")
   progress_groups = (("loss", "arc_loss", "label_loss"), ("head_accuracy", "label_accuracy"))

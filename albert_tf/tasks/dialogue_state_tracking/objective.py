@@ -40,7 +40,6 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
     ontology_file: the ontology; default `ontology.json` beside the dialogue files of --data_dir.
   """
 
-  has_head = True
   primary_metric = "joint_goal_accuracy"
   sum_names = ("loss", "right_slots", "right_turns", "turns", "slots")
   progress_groups = (("loss",), ("slot_accuracy", "joint_accuracy"))

@@ -1,20 +1,12 @@
 """The multiple-choice head in the registry: Google's `run_race` layout (top-level `output_weights` `[1, H]`)
 and Hugging Face's `AlbertForMultipleChoice`."""
 
-from typing import Dict, List
+from typing import Dict
 
 from albert_tf.modeling import task_heads
-from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.weight_names import top_level_head_weights
 from albert_tf.tasks.race import serving
 from albert_tf.tasks.race.model import AlbertMultipleChoice
-
-
-def rebuild(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict) -> AlbertMultipleChoice:
-  del shapes, task_info  # one score per option, whatever the run
-  model = AlbertMultipleChoice(config)
-  model(model.dummy_inputs(), training=False)
-  return model
 
 
 def hf_config(model: AlbertMultipleChoice) -> Dict:
@@ -25,5 +17,5 @@ def hf_config(model: AlbertMultipleChoice) -> Dict:
 # (google_scope None).
 CHOICE_HEAD = task_heads.register(task_heads.TaskHead(
     attribute="choice_head", description="multiple-choice head", model_class=AlbertMultipleChoice,
-    weight_names=top_level_head_weights, rebuild=rebuild, serving_module=serving.serving_module,
+    weight_names=top_level_head_weights, serving_module=serving.serving_module,
     hf_config=hf_config))

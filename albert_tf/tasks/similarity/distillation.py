@@ -21,12 +21,13 @@ import tensorflow as tf
 from albert_tf import files
 from albert_tf.data.finetuning_dataset import EncodedSplit
 from albert_tf.data.task_readers import Example, Task
-from albert_tf.errors import DataError, OptionError, TaskError
+from albert_tf.errors import DataError, OptionError
 from albert_tf.serving import sentence_embedders
 from albert_tf.tasks.similarity.objective import SentenceEncoderDefaults, check_similarity_task, pack_pairs_apart
 from albert_tf.tasks.similarity.parallel_text import ParallelPair, split_pairs
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
+from albert_tf.training.finetuning_objectives import refuse_run_of_another_task
 
 TASK_NAME = "distillation"
 
@@ -139,8 +140,7 @@ class DistillationObjective(SentenceEncoderDefaults):
     return dict(self.embedding_info(), task=TASK_NAME, teacher_size=int(self.teacher.shape[1]))
 
   def adopt_run_info(self, info: Dict, output_dir: str):
-    if info.get("task") != TASK_NAME:
-      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not a distillation.")
+    refuse_run_of_another_task(info, TASK_NAME, output_dir)
     self.check_embedding_info(info, output_dir)
 
   def read_examples(self, data_dir: Optional[str], split: str) -> List[Example]:

@@ -19,7 +19,8 @@ from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
-from albert_tf.training.finetuning_objectives import FineTuningDefaults, prediction_tables, safe_ratio
+from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables,
+                                                      refuse_run_of_another_task, safe_ratio)
 
 
 class SentenceEncoderDefaults(FineTuningDefaults):
@@ -110,8 +111,7 @@ class SentenceSimilarityObjective(SentenceEncoderDefaults):
                 score_range=list(self.score_range) if self.score_range else None)
 
   def adopt_run_info(self, info: Dict, output_dir: str):
-    if info.get("task") != self.task.name:
-      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not {self.task.name!r}.")
+    refuse_run_of_another_task(info, self.task.name, output_dir)
     self.check_embedding_info(info, output_dir)
     if info["score_range"] is None:
       return

@@ -29,13 +29,6 @@ def v2_weight_names(head) -> List[Tuple[WeightNames, tf.Variable]]:
   return named
 
 
-def rebuild_v1(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict) -> AlbertQuestionAnswerer:
-  del shapes, task_info
-  model = AlbertQuestionAnswerer(config)
-  model(model.dummy_inputs(), training=False)
-  return model
-
-
 def rebuild_v2(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict) -> AlbertQuestionAnswererV2:
   """The run's beam (its task.json), else Google's 5 × 5."""
   del shapes
@@ -46,7 +39,7 @@ def rebuild_v2(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Di
 
 SQUAD_V1_HEAD = task_heads.register(task_heads.TaskHead(
     attribute="squad_head", description="SQuAD v1 head", model_class=AlbertQuestionAnswerer,
-    weight_names=v1_weight_names, rebuild=rebuild_v1, serving_module=serving.serving_module,
+    weight_names=v1_weight_names, serving_module=serving.serving_module,
     hf_config=lambda model: {"architectures": ["AlbertForQuestionAnswering"], "num_labels": 2},
     # AlbertForQuestionAnswering has no pooler (transformers builds it with add_pooling_layer=False).
     hf_dropped_prefixes=("albert.pooler.",), google_scope="cls/squad",

@@ -71,7 +71,6 @@ class SquadObjective(FineTuningDefaults):
     OptionError: settings that do not fit together.
   """
 
-  has_head = True
   primary_metric = "f1"
   sum_names = ("loss", "start_correct", "end_correct", "examples")
   progress_groups = (("loss", "start_accuracy", "end_accuracy"),)
@@ -105,11 +104,6 @@ class SquadObjective(FineTuningDefaults):
     s = self.settings
     return {"task": self.task_name, "start_n_top": s.start_n_top, "end_n_top": s.end_n_top,
             **{name: getattr(s.reading, name) for name in READING_SETTINGS}}
-
-  def adopt_run_info(self, info: Dict, output_dir: str):
-    if info.get("task") != self.task_name:
-      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not "
-                      f"{self.task_name!r}.")
 
   def read_examples(self, data_dir: Optional[str], split: str) -> squad_features.SquadSplit:
     """The train split from --train_file; dev and test from --predict_file (Google's do_predict scores it)."""

@@ -52,7 +52,6 @@ class TokenClassificationObjective(FineTuningDefaults):
     label_list: the tags in id order; default KLUE's for klue-ner, else learned from the train split.
   """
 
-  has_head = True
   primary_metric = "entity_f1"
   sum_names = ("loss", "correct", "labelled")
   progress_groups = (("loss", "accuracy"),)
@@ -73,9 +72,7 @@ class TokenClassificationObjective(FineTuningDefaults):
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     """Takes the tags of an earlier run of `output_dir` (their order is the head's); refuses other tags."""
-    if info.get("task") != self.task_name:
-      raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, "
-                      f"not {self.task_name!r}.")
+    super().adopt_run_info(info, output_dir)
     if self.label_list is None:
       self.label_list = tuple(info["label_list"])
     elif list(self.label_list) != info["label_list"]:
