@@ -12,11 +12,11 @@ from absl import flags
 from albert_tf.cli import memory_flags
 from albert_tf.cli import strategy_flags
 from albert_tf.cli import tokenizer_flags
-from albert_tf.data import task_readers
 from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.classification import catalogue
 from albert_tf.tasks.classification import relation_extraction
+from albert_tf.tasks.classification import task_types
 from albert_tf.tasks.classification import user_tsv
 from albert_tf.training import finetuning
 from albert_tf.training import loop
@@ -106,7 +106,7 @@ def define_flags(data_dir_required: bool = True):
     flags.mark_flag_as_required("data_dir")
 
 
-def task_from_flags() -> task_readers.Task:
+def task_from_flags() -> task_types.Task:
   """The task of --task_name; for `tsv`, laid out as the --tsv_* flags say.
 
   Raises:

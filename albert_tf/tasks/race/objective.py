@@ -11,9 +11,9 @@ from albert_tf.data.finetuning_dataset import EncodedSplit, packed_ids
 from albert_tf.errors import OptionError, TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.race import data as race_data
+from albert_tf.tasks.race import metrics as race_metrics
 from albert_tf.tasks.race.model import AlbertMultipleChoice
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from albert_tf.training import metrics as metrics_lib
 from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables, safe_ratio,
                                                       with_google_names)
 
@@ -96,7 +96,7 @@ class MultipleChoiceObjective(FineTuningDefaults):
   def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
     """Accuracy over all questions and per level, the loss, and Google's `eval_accuracy`, `eval_loss`."""
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=split.labels, logits=outputs).numpy()
-    metrics = metrics_lib.race_accuracy(outputs.argmax(-1), split.labels, [e.level for e in split.source])
+    metrics = race_metrics.race_accuracy(outputs.argmax(-1), split.labels, [e.level for e in split.source])
     return with_google_names(dict({name: float(value) for name, value in metrics.items()}, loss=float(loss.mean())))
 
   def prediction_files(self, outputs: np.ndarray, split: EncodedSplit, output_dir: str) -> Dict[str, str]:

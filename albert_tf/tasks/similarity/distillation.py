@@ -20,9 +20,10 @@ import tensorflow as tf
 
 from albert_tf import files
 from albert_tf.data.finetuning_dataset import EncodedSplit
-from albert_tf.data.task_readers import Example, Task
+from albert_tf.data.task_readers import Example
 from albert_tf.errors import DataError, OptionError, TaskError
 from albert_tf.serving import sentence_embedders
+from albert_tf.tasks.classification.task_types import Task
 from albert_tf.tasks.similarity.objective import SentenceEncoderDefaults, check_similarity_task, pack_pairs_apart
 from albert_tf.tasks.similarity.parallel_text import ParallelPair, split_pairs
 from albert_tf.text.graph_tokenizer import GraphTokenizer

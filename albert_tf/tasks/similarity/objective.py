@@ -10,13 +10,14 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences, pack_texts
-from albert_tf.data.task_readers import Example, Task
+from albert_tf.data.task_readers import Example
 from albert_tf.errors import OptionError, TaskError
 from albert_tf.modeling.checkpoints import SENTENCE_EMBEDDING_INFO
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers.pooling import POOLING_MODES
 from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
+from albert_tf.tasks.classification.task_types import Task
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training.finetuning_objectives import FineTuningDefaults, prediction_tables, safe_ratio
