@@ -23,7 +23,7 @@ _PUBLIC = {
     "AlbertPretrainer": "albert_tf.modeling.pretrainer",
     "AlbertQuestionAnswerer": "albert_tf.tasks.squad.model",
     "AlbertQuestionAnswererV2": "albert_tf.tasks.squad.model",
-    "AlbertSentenceEncoder": "albert_tf.modeling.sentence_encoder",
+    "AlbertSentenceEncoder": "albert_tf.tasks.similarity.model",
     "AlbertTokenClassifier": "albert_tf.tasks.token_classification.model",
 }
 __all__ = sorted(_PUBLIC)

@@ -360,7 +360,7 @@ STS_TRAIN, STS_DEV = "klue/klue-sts-v1.1/klue-sts-v1.1_train.json", "klue/klue-s
 # not UTF-8).
 BAD_INPUTS = {
     "json-object": ("klue-ynat", YNAT_TRAIN, rewrite(lambda text: '{"data": ' + text + "}"),
-                    ": a JSON object; the task reads a JSON array of records, as KLUE's files are."),
+                    ": a JSON object; the task reads a JSON array of records, an object each."),
     "json-lines": ("klue-ynat", YNAT_DEV,
                    rewrite(lambda text: "\n".join(json.dumps(record) for record in json.loads(text))),
                    ", line 2: not valid JSON (Extra data at column 1)"),

@@ -210,10 +210,10 @@ def read_json_records(path: str) -> List[Tuple[str, dict]]:
     records = json.loads(text)
   except json.JSONDecodeError as error:
     raise TaskError(f"{path}, line {error.lineno}: not valid JSON ({json_error_text(error, with_line=False)}); the "
-                    "task reads one JSON array of records, as KLUE's files are.") from None
+                    "task reads one JSON array of records, an object each.") from None
   if not isinstance(records, list):
-    raise TaskError(f"{path}: a JSON {_JSON_TYPES[type(records)]}; the task reads a JSON array of records, as "
-                    "KLUE's files are.")
+    raise TaskError(f"{path}: a JSON {_JSON_TYPES[type(records)]}; the task reads a JSON array of records, "
+                    "an object each.")
   if not records:
     raise TaskError(f"{path}: no examples: the file is an empty JSON array.")
   located = []
