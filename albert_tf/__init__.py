@@ -22,7 +22,6 @@ _PUBLIC = {
     "AlbertConfigError": "albert_tf.errors",
     "AlbertEncoder": "albert_tf.modeling.encoder",
     "AlbertPretrainer": "albert_tf.modeling.pretrainer",
-    "AlbertSentenceEncoder": "albert_tf.modeling.sentence_encoder",
 }
 __version__ = "0.1.0"
 

@@ -141,7 +141,8 @@ def test_distillation_fits_the_teacher_and_scores_held_out_pairs(tmp_path):
     # The serving signature's embeddings are the model's own (its sentence head). One module before training and
     # one after: the run's seeding (tf.random.set_seed) drops the SentencePiece op's resources of tokenizers
     # already used.
-    module = saved_model.AlbertServingModule(run.model, GraphTokenizer(SP8K_MODEL), saved_model.TextPacking(SEQ))
+    module = saved_model.AlbertServingModule(run.model, GraphTokenizer(SP8K_MODEL), saved_model.TextPacking(SEQ),
+                                             embedding_head=run.model.sentence_head)
     return lambda texts: module.sentence_embedding(tf.constant(texts))["embedding"].numpy()
 
   def train_mse(embed):

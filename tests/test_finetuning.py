@@ -18,12 +18,12 @@ import albert_tf
 from albert_tf.data import finetuning_dataset
 from albert_tf.errors import TaskError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
-from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.serving import saved_model
 from albert_tf.tasks.classification.catalogue import get_task
 from albert_tf.tasks.classification.model import AlbertClassifier
 from albert_tf.tasks.classification.objective import ClassifierObjective
 from albert_tf.tasks.classification.user_tsv import TsvFormat
+from albert_tf.tasks.similarity.model import AlbertSentenceEncoder
 from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distribution, finetuning, metrics, run_directory

@@ -21,6 +21,7 @@ from sklearn import metrics as sklearn_metrics
 
 from albert_tf import files
 from albert_tf.errors import TaskError
+from albert_tf.tasks.classification import metrics as classification_metrics
 from albert_tf.tasks.classification import relation_extraction
 from albert_tf.tasks.classification import serving as classifier_serving
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
@@ -261,12 +262,12 @@ def test_micro_f1_and_auprc_are_sklearns_with_ties_and_absent_classes():
     logits[:20, :] = logits[0]  # the same outputs for 20 examples
     probabilities = metrics.class_probabilities(logits)
     expected = sklearn_scores(probabilities, labels)
-    assert metrics.compute_metrics(task, logits, labels) == pytest.approx(expected, abs=1e-12)
+    assert classification_metrics.compute_metrics(task, logits, labels) == pytest.approx(expected, abs=1e-12)
   assert metrics.micro_f1([0, 0], [0, 0], range(1, 30)) == 0.0  # only no_relation: nothing to score
   # One class: scores 0.9 (positive), 0.5 (negative), 0.5 (positive): points (0, 1), (1/2, 1), (1, 2/3).
   assert metrics.precision_recall_auc([0.9, 0.5, 0.5], [1, 0, 1]) == pytest.approx(0.5 + 0.5 * (1 + 2 / 3) / 2)
   with pytest.raises(ValueError, match="auprc takes class logits"):
-    metrics.compute_metrics(task, np.zeros(3, int), [0, 1, 2])
+    classification_metrics.compute_metrics(task, np.zeros(3, int), [0, 1, 2])
 
 
 # The tool, end to end.

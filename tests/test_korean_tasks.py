@@ -16,6 +16,7 @@ from albert_tf import files
 from albert_tf.data import task_readers
 from albert_tf.data.task_readers import Example
 from albert_tf.errors import TaskError
+from albert_tf.tasks.classification import metrics as classification_metrics
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, KOREAN_NLI, YNAT_TOPICS, get_task
 from albert_tf.tasks.classification.objective import ClassifierObjective
 from albert_tf.tasks.similarity import objective as similarity_objective
@@ -152,7 +153,7 @@ def test_korean_tasks_are_known_by_name_with_their_labels_and_metrics():
   for name in KOREAN_TASKS:
     assert get_task(name.upper()) is get_task(name)  # case-insensitive, as the GLUE names
     task = get_task(name)
-    assert task.primary_metric in task.metric_names and set(task.metric_names) <= set(metrics.METRICS)
+    assert task.primary_metric in task.metric_names and set(task.metric_names) <= set(classification_metrics.METRICS)
   expected = {  # metric names, primary, labels, pair
       "klue-ynat": (("macro_f1", "accuracy"), "macro_f1", YNAT_TOPICS, False),
       "klue-nli": (("accuracy",), "accuracy", ("entailment", "neutral", "contradiction"), True),
@@ -183,22 +184,22 @@ def test_macro_f1_is_sklearns_over_all_the_tasks_classes():
   with pytest.raises(ValueError, match="over 3 classes takes class ids 0 .. 2; the labels hold"):
     metrics.macro_f1([0, 1], [0, 3], 3)
   scores = np.eye(7)[[0, 1, 1, 3]] + 0.1  # argmax 0, 1, 1, 3
-  assert metrics.compute_metrics(get_task("klue-ynat"), scores, [0, 1, 2, 3]) == pytest.approx(
+  assert classification_metrics.compute_metrics(get_task("klue-ynat"), scores, [0, 1, 2, 3]) == pytest.approx(
       {"macro_f1": (1 + 2 / 3 + 0 + 1) / 7, "accuracy": 0.75})
 
 
 def test_sts_binary_f1_is_klues_at_a_score_of_3():
-  assert metrics.KLUE_STS_BINARY_THRESHOLD == 3.0
+  assert classification_metrics.KLUE_STS_BINARY_THRESHOLD == 3.0
   rng = np.random.default_rng(4)
   labels = np.round(rng.uniform(0, 5, 200), 1)
   predictions = labels + rng.normal(0, 1.0, 200)
   predictions[:10], labels[10:20] = 3.0, 3.0  # exactly at the threshold: positive
   expected = sklearn_metrics.f1_score(labels >= 3.0, predictions >= 3.0)
   assert 0.5 < expected < 1
-  assert metrics.sts_binary_f1(predictions, labels) == pytest.approx(expected, abs=1e-12)
-  assert metrics.sts_binary_f1([2.99, 3.0], [3.0, 3.0]) == pytest.approx(2 / 3)
-  assert metrics.sts_binary_f1([1.0, 2.0], [0.5, 2.5]) == 0.0  # no positives at all
-  scored = metrics.compute_metrics(get_task("klue-sts"), predictions[:, None], labels)
+  assert classification_metrics.sts_binary_f1(predictions, labels) == pytest.approx(expected, abs=1e-12)
+  assert classification_metrics.sts_binary_f1([2.99, 3.0], [3.0, 3.0]) == pytest.approx(2 / 3)
+  assert classification_metrics.sts_binary_f1([1.0, 2.0], [0.5, 2.5]) == 0.0  # no positives at all
+  scored = classification_metrics.compute_metrics(get_task("klue-sts"), predictions[:, None], labels)
   assert scored == pytest.approx({"pearson": stats.pearsonr(predictions, labels)[0],
                                   "spearman": stats.spearmanr(predictions, labels)[0], "binary_f1": expected})
 
@@ -359,7 +360,7 @@ STS_TRAIN, STS_DEV = "klue/klue-sts-v1.1/klue-sts-v1.1_train.json", "klue/klue-s
 # not UTF-8).
 BAD_INPUTS = {
     "json-object": ("klue-ynat", YNAT_TRAIN, rewrite(lambda text: '{"data": ' + text + "}"),
-                    ": a JSON object; the task reads a JSON array of records, as KLUE's files are."),
+                    ": a JSON object; the task reads a JSON array of records, an object each."),
     "json-lines": ("klue-ynat", YNAT_DEV,
                    rewrite(lambda text: "\n".join(json.dumps(record) for record in json.loads(text))),
                    ", line 2: not valid JSON (Extra data at column 1)"),
@@ -477,6 +478,6 @@ def test_the_real_klue_dev_files_read_as_their_json_says(task_name):
     else:
       assert (example.text_a, example.text_b, example.label) == (record["sentence1"], record["sentence2"],
                                                                    record["labels"]["label"])
-      assert record["labels"]["binary-label"] == int(example.label >= metrics.KLUE_STS_BINARY_THRESHOLD)
+      assert record["labels"]["binary-label"] == int(example.label >= classification_metrics.KLUE_STS_BINARY_THRESHOLD)
   if task_name == "klue-nli":
     assert {example.label for example in examples} == set(get_task(task_name).label_list)

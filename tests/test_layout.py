@@ -3,6 +3,8 @@ TensorFlow, tools report only our errors as one line, a TPU that cannot be reach
 
 import ast
 import os
+import pkgutil
+import re
 import subprocess
 import sys
 
@@ -174,3 +176,103 @@ def test_every_tools_help_says_its_paths_may_be_buckets(tool):
   usage = result.stdout.split("\nflags:\n")[0]
   assert "Every path may be in a bucket (gs://" in usage.replace("\n", " ")
 
+
+# Benchmarks and data sets that a task reads, which no task package's name says: a generic module names none.
+_BENCHMARK_WORDS = ("squad", "race", "glue", "klue", "korquad", "nsmc", "kornli", "korsts", "wos", "conll", "conllu",
+                    "ner", "sts", "nli", "mrc", "ynat")
+# Names that an outside format imposes, or words of a task that are not its own: not a task named.
+_NOT_TASK_WORDS = {
+    ("tsv",): "the user's-TSV task is named after the file format, which the generic readers read",
+    ("classifier", "dropout", "prob"): "transformers' config.json key, written for every ALBERT model",
+    ("similarity", "fn", "name"): "sentence-transformers' config key (the cosine of its embeddings)",
+    ("classification", "head"): "the generic layer of logits over classes that several tasks' heads are",
+}
+
+
+def _words(text: str) -> tuple:
+  """The lower-case words of an identifier, a dotted name or a text (`AlbertSentenceEncoder`, `squad_v2_head`)."""
+  spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
+  return tuple(word for word in re.split(r"[^a-z0-9]+", spaced.lower()) if word)
+
+
+def _task_words():
+  """Each task's words: its package's name, its heads' attributes and model classes, the names of the
+  classification catalogue's tasks, and the benchmarks."""
+  from albert_tf import tasks
+  from albert_tf.modeling import task_heads
+  from albert_tf.tasks.classification.catalogue import KNOWN_TASKS
+  packages = [module.name for module in pkgutil.iter_modules(tasks.__path__) if module.ispkg]
+  heads = task_heads.registered_heads()
+  names = (packages + [head.attribute for head in heads] + [head.model_class.__name__ for head in heads]
+           + list(KNOWN_TASKS) + list(_BENCHMARK_WORDS))
+  return {_words(name) for name in names} - set(_NOT_TASK_WORDS)
+
+
+def _code_names(path: str):
+  """(line, name) of every identifier and non-docstring string of a module: names, attributes, definitions,
+  arguments, keywords, imports and string constants."""
+  tree = ast.parse(open(path, encoding="utf-8").read())
+  docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+  for node in ast.walk(tree):
+    names = []
+    if isinstance(node, ast.Name):
+      names = [node.id]
+    elif isinstance(node, ast.Attribute):
+      names = [node.attr]
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+      names = [node.name]
+    elif isinstance(node, ast.arg):
+      names = [node.arg]
+    elif isinstance(node, ast.keyword) and node.arg:
+      names = [node.arg]
+    elif isinstance(node, ast.alias):
+      names = [node.name, node.asname or ""]
+    elif isinstance(node, ast.ImportFrom):
+      names = [node.module or ""]
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+      names = [node.value]
+    for name in names:
+      yield getattr(node, "lineno", 0), name
+
+
+def _names_a_task(name: str, task_words) -> bool:
+  words = _words(name)
+  for allowed in _NOT_TASK_WORDS:
+    words = _without(words, allowed)
+  return any(_contains(words, task) for task in task_words)
+
+
+def _contains(words: tuple, part: tuple) -> bool:
+  return any(words[start:start + len(part)] == part for start in range(len(words) - len(part) + 1))
+
+
+def _without(words: tuple, part: tuple) -> tuple:
+  """`words` with each run of `part` replaced by a break (so that no task word spans it)."""
+  kept, start = [], 0
+  while start < len(words):
+    if words[start:start + len(part)] == part:
+      kept.append("")
+      start += len(part)
+    else:
+      kept.append(words[start])
+      start += 1
+  return tuple(kept)
+
+
+def test_no_module_outside_the_task_packages_names_a_task():
+  task_words = _task_words()
+  assert {("squad",), ("similarity",), ("albert", "sentence", "encoder"), ("klue", "sts")} <= task_words
+  package = os.path.join(REPO, "albert_tf")
+  checked, violations = 0, []
+  for directory, _, names in os.walk(package):
+    for name in sorted(names):
+      relative = os.path.relpath(os.path.join(directory, name), REPO)
+      if not name.endswith(".py") or relative.startswith(os.path.join("albert_tf", "tasks", "")):
+        continue
+      checked += 1
+      violations += [f"{relative}:{line} {name!r}" for line, name in _code_names(os.path.join(REPO, relative))
+                     if _names_a_task(name, task_words)]
+  assert checked > 50
+  assert not violations, "a task named outside albert_tf/tasks/:\n" + "\n".join(violations)

@@ -1,12 +1,10 @@
-"""Metrics: hand-computed values, agreement with scikit-learn and SciPy (the `test` extra), task metric sets."""
+"""The generic metrics: hand-computed values, agreement with scikit-learn and SciPy (the `test` extra)."""
 
 import numpy as np
 import pytest
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-from albert_tf.tasks.classification.catalogue import get_task
-from albert_tf.tasks.classification.user_tsv import TsvFormat
 from albert_tf.training import metrics
 
 
@@ -70,32 +68,3 @@ def test_agrees_with_scipy(seed):
   assert metrics.pearson(predictions, labels) == pytest.approx(stats.pearsonr(predictions, labels)[0])
   assert metrics.spearman(predictions, labels) == pytest.approx(stats.spearmanr(predictions, labels)[0])
   np.testing.assert_array_equal(metrics._average_ranks(labels), stats.rankdata(labels))
-
-
-def test_compute_metrics_gives_each_task_its_set():
-  scores = np.array([[2.0, -1.0], [0.1, 0.3], [-1.0, 1.0], [0.5, 0.4]])  # argmax 0, 1, 1, 0
-  labels = np.array([0, 1, 0, 0])
-  assert metrics.compute_metrics(get_task("cola"), scores, labels) == pytest.approx(
-      {"accuracy": 0.75, "mcc": 1 / np.sqrt(3)})
-  assert metrics.compute_metrics(get_task("mrpc"), [0, 1, 1, 0], labels) == pytest.approx(
-      {"accuracy": 0.75, "f1": 2 / 3})
-  assert set(metrics.compute_metrics(get_task("qqp"), scores, labels)) == {"accuracy", "f1"}
-  assert metrics.compute_metrics(get_task("mnli"), np.eye(3)[[0, 2, 1]], [0, 2, 2]) == pytest.approx(
-      {"accuracy": 2 / 3})
-  stsb = metrics.compute_metrics(get_task("sts-b"), [[1.0], [2.0], [3.0], [4.0]], [1.0, 3.0, 2.0, 4.0])
-  assert stsb == pytest.approx({"pearson": 0.8, "spearman": 0.8, "mse": 0.5})
-  regression = get_task("tsv", TsvFormat(text_a_column=2, label_column=1, is_regression=True))
-  assert set(metrics.compute_metrics(regression, [0.5, -1.0], [1.0, -2.0])) == {"pearson", "spearman", "mse"}
-  for name in ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte", "wnli"):
-    assert get_task(name).primary_metric in get_task(name).metric_names
-    assert set(get_task(name).metric_names) <= set(metrics.METRICS)
-
-
-def test_race_accuracy():
-  scores = metrics.race_accuracy([0, 1, 2, 3, 0], [0, 1, 0, 3, 1], ["middle", "high", "high", "middle", "high"])
-  assert scores == {"accuracy": 0.6, "examples": 5, "accuracy_high": pytest.approx(1 / 3), "examples_high": 3,
-                    "accuracy_middle": 1.0, "examples_middle": 2}
-  assert metrics.race_accuracy([1], [1], ["high"]) == {"accuracy": 1.0, "examples": 1, "accuracy_high": 1.0,
-                                                       "examples_high": 1}
-  with pytest.raises(ValueError):
-    metrics.race_accuracy([1, 2], [1], ["high"])

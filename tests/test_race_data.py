@@ -9,6 +9,7 @@ import pytest
 from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.tasks.race.data import RaceExample, race_features, read_race_examples
+from albert_tf.tasks.race.metrics import race_accuracy
 from albert_tf.text.tokenizer import SentencePieceTokenizer, preprocess_text
 from conftest import SP8K_MODEL, corpus_lines, requires_shared
 
@@ -323,3 +324,13 @@ def test_an_article_id_seen_twice_is_an_error(tmp_path):
   with pytest.raises(DataError, match=at(all_txt, 2) + re.escape(" article id 'high1.txt' is also the id of "
                                                                  f"{tmp_path / 'RACE/dev/middle/1.txt'}")):
     read_race_examples(str(tmp_path), "dev")
+
+
+def test_race_accuracy():
+  scores = race_accuracy([0, 1, 2, 3, 0], [0, 1, 0, 3, 1], ["middle", "high", "high", "middle", "high"])
+  assert scores == {"accuracy": 0.6, "examples": 5, "accuracy_high": pytest.approx(1 / 3), "examples_high": 3,
+                    "accuracy_middle": 1.0, "examples_middle": 2}
+  assert race_accuracy([1], [1], ["high"]) == {"accuracy": 1.0, "examples": 1, "accuracy_high": 1.0,
+                                                       "examples_high": 1}
+  with pytest.raises(ValueError):
+    race_accuracy([1, 2], [1], ["high"])

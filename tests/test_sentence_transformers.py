@@ -25,7 +25,7 @@ from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.modeling.layers.pooling import POOLING_MODES
 from albert_tf.serving import saved_model
-from albert_tf.serving.sentence_embedders import hf_folder_embedder, saved_model_embedder
+from albert_tf.tasks.similarity.embedders import hf_folder_embedder, saved_model_embedder
 from albert_tf.text.graph_tokenizer import tokenizer_for_model
 from conftest import SHARED, SP8K_MODEL, randomize_text_sensitive, run_tool, tiny_config
 

@@ -4,12 +4,14 @@ import os
 import pathlib
 import re
 
+import numpy as np
 import pytest
 
 from albert_tf import files
 from albert_tf.data import task_readers
 from albert_tf.data.task_readers import Example
 from albert_tf.errors import DataError, TaskError
+from albert_tf.tasks.classification import metrics as classification_metrics
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
 from albert_tf.tasks.classification.user_tsv import TsvFormat
 from conftest import GLUE_FILES, SHARED, requires_shared, write, write_glue_data
@@ -307,3 +309,22 @@ def test_a_split_file_is_the_first_pattern_that_matches_and_never_a_guess(where,
     task_readers.find_split_file(root, "dev", ["*-ud-dev.conllu", "dev.conllu"], "conllu")
   with pytest.raises(FileNotFoundError, match="--data_dir not found: .*missing"):
     task_readers.find_split_file(f"{root}/missing", "dev", patterns, "conllu")
+
+
+def test_compute_metrics_gives_each_task_its_set():
+  scores = np.array([[2.0, -1.0], [0.1, 0.3], [-1.0, 1.0], [0.5, 0.4]])  # argmax 0, 1, 1, 0
+  labels = np.array([0, 1, 0, 0])
+  assert classification_metrics.compute_metrics(get_task("cola"), scores, labels) == pytest.approx(
+      {"accuracy": 0.75, "mcc": 1 / np.sqrt(3)})
+  assert classification_metrics.compute_metrics(get_task("mrpc"), [0, 1, 1, 0], labels) == pytest.approx(
+      {"accuracy": 0.75, "f1": 2 / 3})
+  assert set(classification_metrics.compute_metrics(get_task("qqp"), scores, labels)) == {"accuracy", "f1"}
+  assert classification_metrics.compute_metrics(get_task("mnli"), np.eye(3)[[0, 2, 1]], [0, 2, 2]) == pytest.approx(
+      {"accuracy": 2 / 3})
+  stsb = classification_metrics.compute_metrics(get_task("sts-b"), [[1.0], [2.0], [3.0], [4.0]], [1.0, 3.0, 2.0, 4.0])
+  assert stsb == pytest.approx({"pearson": 0.8, "spearman": 0.8, "mse": 0.5})
+  regression = get_task("tsv", TsvFormat(text_a_column=2, label_column=1, is_regression=True))
+  assert set(classification_metrics.compute_metrics(regression, [0.5, -1.0], [1.0, -2.0])) == {"pearson", "spearman", "mse"}
+  for name in ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte", "wnli"):
+    assert get_task(name).primary_metric in get_task(name).metric_names
+    assert set(get_task(name).metric_names) <= set(classification_metrics.METRICS)

@@ -1,4 +1,4 @@
-"""Fine-tuning examples read from TSV and JSON files, strictly, before training; and `Task`, what a task is.
+"""Fine-tuning examples read from TSV and JSON files, strictly, before training.
 
 TSV files are read as Google's `_read_tsv` reads them (tab-separated, no quoting), but strictly: a short row,
 an unknown label, a score that is not a number, an empty or non-UTF-8 file is a `TaskError` naming the file and
@@ -8,7 +8,8 @@ are checked as strictly: a file that is not a JSON array of objects, a record wi
 (a dotted path such as `labels.label`), a bad label or score is a `TaskError` naming the file and the record,
 counted from 0 as the array's index ("record 17" is the array's 18th).
 
-The tasks themselves (GLUE's, the Korean benchmarks', a user's TSV) are `albert_tf.tasks.classification`'s.
+The tasks that read them are their packages' (`albert_tf.tasks.classification.task_types` for the text and
+text-pair tasks).
 """
 
 import csv
@@ -22,8 +23,6 @@ from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, TaskError, json_error_text
 
 SPLITS = ("train", "dev", "test")
-SPLIT_FILES = {split: f"{split}.tsv" for split in SPLITS}
-REGRESSION_METRICS = ("pearson", "spearman", "mse")
 
 Label = Union[str, float, None]
 # A split's file, or its files, read in order and their examples concatenated (KorNLI's train split).
@@ -211,10 +210,10 @@ def read_json_records(path: str) -> List[Tuple[str, dict]]:
     records = json.loads(text)
   except json.JSONDecodeError as error:
     raise TaskError(f"{path}, line {error.lineno}: not valid JSON ({json_error_text(error, with_line=False)}); the "
-                    "task reads one JSON array of records, as KLUE's files are.") from None
+                    "task reads one JSON array of records, an object each.") from None
   if not isinstance(records, list):
-    raise TaskError(f"{path}: a JSON {_JSON_TYPES[type(records)]}; the task reads a JSON array of records, as "
-                    "KLUE's files are.")
+    raise TaskError(f"{path}: a JSON {_JSON_TYPES[type(records)]}; the task reads a JSON array of records, "
+                    "an object each.")
   if not records:
     raise TaskError(f"{path}: no examples: the file is an empty JSON array.")
   located = []
@@ -327,81 +326,3 @@ def find_split_file(data_dir: str, split: str, patterns: Sequence[str], task_nam
       return found[0]
   raise InputFileError(f"--data_dir {data_dir} has no {split} file of --task_name={task_name}: it reads "
                        f"{' or '.join(patterns)}.")
-
-
-class Task:
-  """A fine-tuning task: how its examples are read and how it is scored.
-
-  Attributes:
-    name: the task's name (lower case, as in `KNOWN_TASKS`).
-    is_regression: the label is a score (one output) rather than a class.
-    label_list: the class labels in id order; None for regression.
-    metric_names: the metrics `albert_tf.training.metrics.compute_metrics` reports for the task.
-    primary_metric: the metric (one of `metric_names`, higher is better) that picks the best checkpoint.
-    is_pair: the examples have a second text (`text_b`).
-  """
-
-  name: str
-  is_regression: bool
-  is_pair: bool
-  label_list: Optional[Tuple[str, ...]]
-  metric_names: Tuple[str, ...]
-  primary_metric: str
-
-  def read_examples(self, data_path: str, split: str) -> List[Example]:
-    """The examples of `split` ("train", "dev" or "test").
-
-    Args:
-      data_path: a directory holding the split files (`train.tsv`, ... or the task's official names; or the
-        folder holding the task's folder of its download), or one file read as `split`.
-      split: which split, hence which file(s) and layout.
-
-    Raises:
-      FileNotFoundError: the data or the split's file is missing.
-      TaskError: an unknown split, or a bad file, row, record or label (naming the file and line or record).
-    """
-    raise NotImplementedError
-
-
-@dataclasses.dataclass(frozen=True)
-class FileTask(Task):
-  """A task of fixed files and layouts: a GLUE task as Google's `classifier_utils.py` processor reads it, or
-  a Korean benchmark's official files.
-
-  Attributes:
-    folder: the task's folder in its download (GLUE's `MRPC`, KLUE's `ynat-v1.1`); the data path may be it
-      or its parent (Google's `--data_dir` for GLUE), and either works. None: the files lie in the data path.
-    layouts: the layout of each split: `Columns` (a TSV file) or `JsonFields` (a JSON array of records).
-    file_names: the file of each split, or its files, read in order.
-  """
-
-  name: str
-  folder: Optional[str]
-  layouts: Dict[str, Union[Columns, JsonFields]]
-  label_list: Optional[Tuple[str, ...]]
-  metric_names: Tuple[str, ...]
-  primary_metric: str
-  file_names: Dict[str, SplitFiles] = dataclasses.field(default_factory=lambda: SPLIT_FILES)
-
-  @property
-  def is_regression(self) -> bool:
-    return self.label_list is None
-
-  @property
-  def is_pair(self) -> bool:
-    return self.layouts["train"].text_b is not None
-
-  def read_examples(self, data_path: str, split: str) -> List[Example]:
-    if self.folder is not None and files.is_folder(os.path.join(data_path, self.folder)):
-      data_path = os.path.join(data_path, self.folder)
-    paths = split_files(data_path, split, self.file_names)
-    parse_label = parse_number if self.is_regression else label_in(self.label_list)
-    examples = []
-    for path in paths:
-      # Numbered guids name the file where a split reads several, so that they stay unique.
-      guid_prefix = f"{split}-{os.path.basename(path)}" if len(paths) > 1 else split
-      examples.extend(self.layouts[split].read(path, guid_prefix, parse_label))
-    return examples
-
-
-BINARY = ("0", "1")  # a binary task's labels (GLUE's, and a thresholded score's)

@@ -168,12 +168,13 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
       files.require_file(path, "--parity_text file")
   encoder = getattr(model, "encoder", model)
   tensors = hf_state_dict(model)  # refuses a head transformers lacks before anything is written
-  sentence_head = None
-  if getattr(model, "sentence_head", None) is not None:
-    sentence_head = st_folders.sentence_encoder_head(model, max_seq_length)
+  task_head = task_heads.head_of(model)
+  st_modules = None
+  if task_head is not None and task_head.sentence_transformers_modules is not None:
+    st_modules = task_head.sentence_transformers_modules(model, max_seq_length)
   elif max_seq_length is not None:
-    raise OptionError("--max_seq_length is the length sentence-transformers cuts texts to, written for a sentence "
-                      "encoder; this model is not one.")
+    raise OptionError("--max_seq_length is the length sentence-transformers cuts texts to, written for a model "
+                      "that computes a sentence embedding; this model does not.")
   elif files.file_exists(os.path.join(output_dir, st_folders.ST_MODULES_FILE)):
     # Its modules.json would go on describing the sentence encoder that was there.
     raise OptionError(f"{output_dir} holds a sentence-transformers model ({st_folders.ST_MODULES_FILE}); choose "
@@ -184,14 +185,14 @@ def export_to_hf(model, output_dir: str, spm_model_file: Optional[str] = None,
     files.write_json(os.path.join(staging, HF_CONFIG_FILE), config, sort_keys=True)
     write_safetensors(os.path.join(staging, "model.safetensors"), tensors, metadata={"format": "pt"})
     names = [HF_CONFIG_FILE, "model.safetensors"]
-    if sentence_head is not None:
+    if st_modules is not None:
       names += st_folders.write_sentence_transformers_files(staging,
-                                                            st_folders.sentence_transformers_files(sentence_head))
+                                                            st_folders.sentence_transformers_files(st_modules))
     if spm_model_file:
       tokenizer_paths, report = hf_tokenizer.write_measured_tokenizer_files(
           spm_model_file, staging, tokenizer_options, encoder.config.max_position_embeddings, parity_text_files)
       names += tokenizer_paths
-  return HfExport({name: os.path.join(output_dir, name) for name in names}, report, sentence_head)
+  return HfExport({name: os.path.join(output_dir, name) for name in names}, report, st_modules)
 
 
 # --- Reading ------------------------------------------------------------------------------------------------

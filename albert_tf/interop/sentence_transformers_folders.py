@@ -81,31 +81,18 @@ class SentenceTransformersHead:
     return ", ".join(parts + ["normalised" if self.normalize else "not normalised"])
 
 
-def sentence_encoder_head(model, max_seq_length: Optional[int] = None) -> SentenceTransformersHead:
-  """The sentence-transformers modules that compute a built `AlbertSentenceEncoder`'s embedding.
-
-  Args:
-    model: the sentence encoder, with its weights restored.
-    max_seq_length: the length sentence-transformers cuts texts to; default `max_position_embeddings`.
+def dense_module(layer) -> DenseLayer:
+  """The sentence-transformers `Dense` module of a built Keras `Dense` layer (a sentence head's projection).
 
   Raises:
-    OptionError: a `max_seq_length` out of range, or a projection sentence-transformers cannot compute (an
-      activation other than tanh or none).
+    OptionError: an activation sentence-transformers cannot compute (other than tanh or none).
   """
-  config = model.config
-  max_seq_length = config.max_position_embeddings if max_seq_length is None else max_seq_length
-  config.check_max_seq_length(max_seq_length)
-  dense = ()
-  projection = model.sentence_head.projection
-  if projection is not None:
-    activation = getattr(projection.activation, "__name__", repr(projection.activation))
-    if activation not in _ST_ACTIVATIONS:
-      raise OptionError(f"The sentence encoder's projection has the activation {activation!r}; a "
-                        f"sentence-transformers Dense module is written for {', '.join(_ST_ACTIVATIONS)} only.")
-    bias = np.asarray(projection.bias.numpy(), np.float32) if projection.use_bias else None
-    dense = (DenseLayer(np.asarray(projection.kernel.numpy(), np.float32), bias, activation),)
-  return SentenceTransformersHead(model.pooling, dense, normalize=True, max_seq_length=max_seq_length,
-                                  hidden_size=config.hidden_size)
+  activation = getattr(layer.activation, "__name__", repr(layer.activation))
+  if activation not in _ST_ACTIVATIONS:
+    raise OptionError(f"The sentence encoder's projection has the activation {activation!r}; a "
+                      f"sentence-transformers Dense module is written for {', '.join(_ST_ACTIVATIONS)} only.")
+  bias = np.asarray(layer.bias.numpy(), np.float32) if layer.use_bias else None
+  return DenseLayer(np.asarray(layer.kernel.numpy(), np.float32), bias, activation)
 
 
 def sentence_transformers_files(head: SentenceTransformersHead) -> Dict[str, object]:

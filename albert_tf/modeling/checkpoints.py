@@ -1,8 +1,8 @@
 """The package's TF2 checkpoint layout: one function writes it, one restores it with a full diff on mismatch.
 
 Every checkpoint this package writes is a `tf.train.Checkpoint` whose root child `model` is an
-`AlbertPretrainer` (with or without its sentence-order head), an `AlbertEncoder`, an `AlbertSentenceEncoder` or
-a fine-tuned model (a registered task head, `task_heads`); training adds `optimizer`, `step` and the input state
+`AlbertPretrainer` (with or without its sentence-order head), an `AlbertEncoder` or a fine-tuned model (a
+registered task head, `task_heads`); training adds `optimizer`, `step` and the input state
 beside it. `build_model_for_checkpoint` builds whichever it holds.
 Variable keys are object paths such as `model/encoder/groups/0/0/query/kernel/.ATTRIBUTES/VARIABLE_VALUE`.
 
@@ -28,7 +28,6 @@ from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.pretrainer import AlbertPretrainer
-from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 
 MODEL_KEY = "model"
 # The prefix of checkpoints in a run or conversion directory (Google's): model.ckpt-<step>, model.ckpt.
@@ -40,9 +39,6 @@ HEADS = {"masked_lm_head": "masked-LM head", "sentence_order_head": "sentence-or
 # Written by fine-tuning beside its checkpoints: the task and what rebuilds its model (a classifier's labels in
 # head order, ...).
 TASK_INFO_FILE = "task.json"
-# A sentence encoder's head (checkpoint child name), and the task.json key of its pooling and projection.
-SENTENCE_HEAD = "sentence_head"
-SENTENCE_EMBEDDING_INFO = "sentence_embedding"
 _VARIABLE_ATTRIBUTE = "VARIABLE_VALUE"
 _MAX_LISTED = 25
 
@@ -253,10 +249,9 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
 
   An `AlbertEncoder` for an encoder checkpoint, an `AlbertPretrainer` without the sentence-order head when
   only the masked-LM head is there (as converted from Hugging Face's `AlbertForMaskedLM`), the full
-  `AlbertPretrainer` for both heads, and an `AlbertSentenceEncoder` with the pooling and projection of the
-  `task.json` beside a sentence encoder's checkpoint. A fine-tuned checkpoint gives the model of its task head
-  (`task_heads`), rebuilt from the head's variables and the `task.json` beside it (a classifier's labels, else
-  the class ids; SQuAD v2's beam, else Google's 5 × 5).
+  `AlbertPretrainer` for both heads. A fine-tuned checkpoint gives the model of its task head (`task_heads`),
+  rebuilt from the head's variables and the `task.json` beside it (a classifier's labels, else the class ids;
+  SQuAD v2's beam, else Google's 5 × 5; a sentence encoder's pooling and projection).
 
   Args:
     config: the config the checkpoint was written with.
@@ -268,16 +263,14 @@ def build_model_for_checkpoint(config: AlbertConfig, path: str) -> Tuple[tf.Modu
   Raises:
     FileNotFoundError: no checkpoint at `path`.
     DataError: its files are truncated or corrupt.
-    CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`), or a sentence
-      encoder's whose task.json is missing.
+    CheckpointMismatchError: the checkpoint does not fit `config` (see `restore_checkpoint`), or its task head
+      needs a task.json that is missing.
   """
   prefix = resolve_checkpoint_path(path)
   reader, graph, model_node = _read_model_graph(prefix)
   parts = set(_children(graph, model_node))
   task_head = task_heads.head_among(parts)
-  if SENTENCE_HEAD in parts:
-    model = sentence_encoder_model(config, prefix)
-  elif task_head is not None:
+  if task_head is not None:
     shapes = {path: shape for path, (_, shape) in _checkpoint_variables(reader, graph, model_node).items()
               if path.startswith(f"{task_head.attribute}/")}
     model = task_head.rebuild(config, shapes, read_task_info(prefix))
@@ -299,19 +292,6 @@ def write_task_info(directory: str, info: Dict) -> str:
   """Writes `info` as the task.json of the checkpoints in `directory` (what `read_task_info` reads); returns its
   path."""
   return files.write_json(os.path.join(directory, TASK_INFO_FILE), info)
-
-
-def sentence_encoder_model(config: AlbertConfig, prefix: str) -> AlbertSentenceEncoder:
-  """The built `AlbertSentenceEncoder` of a sentence encoder's checkpoint, as its task.json describes it."""
-  info = read_task_info(prefix).get(SENTENCE_EMBEDDING_INFO)
-  if info is None:
-    raise CheckpointMismatchError(
-        f"{prefix} is a sentence encoder's checkpoint, but its pooling and projection are unknown: the "
-        f"{TASK_INFO_FILE} that train_sentence_encoder wrote beside it is missing or has no "
-        f"'{SENTENCE_EMBEDDING_INFO}'. Copy it beside the checkpoint.")
-  model = AlbertSentenceEncoder(config, info["pooling"], info.get("projection_dim"))
-  model(model.dummy_inputs(), training=False)
-  return model
 
 
 def model_with_heads(config: AlbertConfig, heads: Set[str]) -> tf.Module:

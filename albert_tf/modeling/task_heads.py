@@ -63,6 +63,10 @@ class TaskHead:
       SQuAD run's reading settings), or None; None when the task has none.
     run_info: the model -> what a run's task.json records of it for `rebuild` (a token classifier's labels),
       written beside a converted checkpoint, whose source has no run; None when `rebuild` needs nothing of it.
+    sentence_transformers_modules: (model, max_seq_length or None) -> the sentence-transformers modules
+      (`sentence_transformers_folders.SentenceTransformersHead`) that compute the model's embedding from its
+      transformer, written beside its Hugging Face weights so that the folder is a sentence-transformers model
+      too; None when the model computes no sentence embedding.
   """
 
   attribute: str
@@ -78,6 +82,7 @@ class TaskHead:
   google_scope: Optional[str] = None
   serving_options_of_run: Optional[Callable[[str], Any]] = None
   run_info: Optional[Callable[[Any], Dict]] = None
+  sentence_transformers_modules: Optional[Callable[[Any, Optional[int]], Any]] = None
 
   def __post_init__(self):
     # Frozen: the defaults that need the other fields are set once, here.
@@ -116,7 +121,7 @@ def registered_heads() -> Tuple[TaskHead, ...]:
 
 
 def head_of(model) -> Optional[TaskHead]:
-  """The task head `model` holds; None for a model without one (an encoder, a pretrainer, a sentence encoder)."""
+  """The task head `model` holds; None for a model without one (an encoder, a pretrainer)."""
   return next((head for head in registered_heads() if getattr(model, head.attribute, None) is not None), None)
 
 

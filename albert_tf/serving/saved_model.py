@@ -85,16 +85,18 @@ class AlbertServingModule(tf.Module):
     packing: how text inputs are packed (`TextPacking`).
     fill_mask_top_k: how many candidates `fill_mask` returns at each mask.
     asset_files: files to ship in `assets/`, by name.
+    embedding_head: what `sentence_embedding` computes from the token vectors (a sentence encoder's pooling and
+      projection); None: the mean over real tokens, L2-normalised.
   """
 
   def __init__(self, model, tokenizer: GraphTokenizer, packing: TextPacking, fill_mask_top_k: int = 5,
-               asset_files: Optional[dict] = None):
+               asset_files: Optional[dict] = None, embedding_head: Optional[SentenceEmbeddingHead] = None):
     super().__init__(name="albert")
     # The Keras layers stay out of the object graph, their variables in it: saving a Keras layer traces each of
     # its sublayers' calls again for Keras's own metadata, which serving never reads (most of an export's time).
     self._untracked(model=model, encoder=getattr(model, "encoder", model),
                     masked_lm_head=getattr(model, "masked_lm_head", None),
-                    sentence_head=getattr(model, "sentence_head", None) or SentenceEmbeddingHead("mean"))
+                    embedding_head=embedding_head or SentenceEmbeddingHead("mean"))
     self.model_variables = list(model.variables)
     self.tokenizer = tokenizer
     self.packing = packing
@@ -132,7 +134,7 @@ class AlbertServingModule(tf.Module):
   @graph_function(input_signature=[_TEXT])
   def sentence_embedding(self, text):
     inputs = self._pack(text)
-    return {"embedding": self.sentence_head(self.serve(**inputs)["sequence_output"], inputs["input_mask"])}
+    return {"embedding": self.embedding_head(self.serve(**inputs)["sequence_output"], inputs["input_mask"])}
 
   def _fill_mask(self, text):
     """Top-k tokens at each `[MASK]`; slots past a text's `num_masks` have id -1, score 0, token ''."""

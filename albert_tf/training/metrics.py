@@ -1,4 +1,5 @@
-"""Evaluation metrics of the fine-tuning tasks, in NumPy (no scikit-learn or SciPy needed).
+"""Generic evaluation metrics, in NumPy (no scikit-learn or SciPy needed); a task's own metrics, and which it
+reports, live in its package under `albert_tf.tasks`.
 
 Each metric takes (predictions, labels) of the same length; all are symmetric in the two. Classification
 metrics take class ids; the binary ones (MCC, F1) take ids 0 and 1 with 1 the positive class; macro F1 takes
@@ -7,11 +8,10 @@ without variance) it is 0, as scikit-learn's MCC (SciPy's Pearson and Spearman g
 no positives at all, so the best checkpoint can always be picked by comparison.
 """
 
-from typing import Callable, Dict, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
-from albert_tf.data.task_readers import Task
 
 
 def _pair(predictions, labels, dtype=None):
@@ -83,13 +83,9 @@ def macro_f1(predictions, labels, num_classes: Optional[int] = None) -> float:
   return float(np.mean(scores))
 
 
-# KLUE-STS's binary-label is 1 where a pair's score (0 to 5) is at least 3.0, and KLUE's F1 for STS scores the
-# predicted scores thresholded the same way against it.
-KLUE_STS_BINARY_THRESHOLD = 3.0
-
-
-def sts_binary_f1(predictions, labels, threshold: float = KLUE_STS_BINARY_THRESHOLD) -> float:
-  """KLUE-STS's F1: `f1` of (predicted score >= threshold) against (true score >= threshold)."""
+def thresholded_f1(predictions, labels, threshold: float) -> float:
+  """`f1` of (predicted score >= threshold) against (true score >= threshold): a regression scored as a binary
+  class (KLUE-STS's F1, at 3.0)."""
   predictions, labels = _pair(predictions, labels, np.float64)
   return f1((predictions >= threshold).astype(np.int32), (labels >= threshold).astype(np.int32))
 
@@ -128,32 +124,6 @@ def mse(predictions, labels) -> float:
   predictions, labels = _pair(predictions, labels, np.float64)
   return float(np.mean(np.square(predictions - labels)))
 
-
-def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Sequence[str]) -> Dict[str, float]:
-  """RACE's accuracy, overall and per school level.
-
-  Args:
-    predictions: the chosen option of each question.
-    labels: the right option of each question.
-    levels: the level of each question's passage ("middle" or "high").
-
-  Returns:
-    "accuracy" and "examples" (a count), and "accuracy_<level>" and "examples_<level>" for each level present.
-
-  Raises:
-    ValueError: the three do not have the same, nonzero length.
-  """
-  if not len(predictions) == len(labels) == len(levels) or not len(labels):
-    raise ValueError(f"RACE accuracy needs a level and a label for each prediction, at least one: "
-                     f"{len(predictions)} predictions, {len(labels)} labels, {len(levels)} levels.")
-  correct = np.asarray(predictions).reshape(-1) == np.asarray(labels).reshape(-1)
-  levels = np.asarray(levels)
-  scores = {"accuracy": float(correct.mean()), "examples": len(correct)}
-  for level in sorted(set(levels.tolist())):
-    of_level = levels == level
-    scores[f"accuracy_{level}"] = float(correct[of_level].mean())
-    scores[f"examples_{level}"] = int(of_level.sum())
-  return scores
 
 def micro_f1(predictions, labels, classes: Sequence[int]) -> float:
   """Micro-averaged F1 over `classes` only (KLUE-RE's, over every relation but no_relation): the true positives,
@@ -194,57 +164,9 @@ def mean_auprc(probabilities, labels) -> float:
                         for c in range(probabilities.shape[1])]))
 
 
-METRICS: Dict[str, Callable[..., float]] = {
-    "accuracy": accuracy, "mcc": matthews_corrcoef, "f1": f1, "macro_f1": macro_f1, "binary_f1": sts_binary_f1,
-    "pearson": pearson, "spearman": spearman, "mse": mse, "micro_f1": micro_f1, "auprc": mean_auprc}
-# Metrics over all of a task's classes, present or not: they take its number of classes too.
-PER_CLASS_METRICS = frozenset({"macro_f1"})
-# Metrics over the task's classes but its negative one (its `negative_label`, KLUE-RE's no_relation): they take
-# the ids of the others.
-POSITIVE_CLASS_METRICS = frozenset({"micro_f1"})
-# Metrics of the class probabilities (the softmax of the 2-D predictions), not of the predicted class.
-PROBABILITY_METRICS = frozenset({"auprc"})
-
-
 def class_probabilities(logits) -> np.ndarray:
   """The softmax of class logits [examples, classes], float32: what the probability metrics score and what
   prediction files write, the same numbers (a tie in one is a tie in the other)."""
   logits = np.asarray(logits, np.float32)
   exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
   return exponentials / exponentials.sum(axis=-1, keepdims=True)
-
-
-def compute_metrics(task: Task, predictions, labels) -> Dict[str, float]:
-  """The metrics of `task` (its `metric_names`: Google's set for GLUE, the benchmark's own for the Korean tasks)
-  on one evaluation.
-
-  Args:
-    task: the task, from `albert_tf.tasks.classification.catalogue.get_task`.
-    predictions: class ids, or class logits [examples, classes] (their argmax is taken; the probability
-      metrics take their softmax, and need them); for regression, the predicted values ([examples] or
-      [examples, 1]).
-    labels: label ids, or the true values for regression.
-
-  Returns:
-    {metric name: value}; `task.primary_metric` is among them.
-  """
-  predictions = np.asarray(predictions)
-  probabilities = None
-  if not task.is_regression and predictions.ndim == 2:
-    probabilities = class_probabilities(predictions)
-    predictions = predictions.argmax(axis=-1)
-  values = {}
-  for name in task.metric_names:
-    if name in PROBABILITY_METRICS:
-      if probabilities is None:
-        raise ValueError(f"{name} takes class logits [examples, classes], not class ids.")
-      values[name] = METRICS[name](probabilities, labels)
-    elif name in PER_CLASS_METRICS:
-      values[name] = METRICS[name](predictions, labels, len(task.label_list))
-    elif name in POSITIVE_CLASS_METRICS:
-      negative = getattr(task, "negative_label", None)
-      values[name] = METRICS[name](predictions, labels, [index for index, label in enumerate(task.label_list)
-                                                          if label != negative])
-    else:
-      values[name] = METRICS[name](predictions, labels)
-  return values

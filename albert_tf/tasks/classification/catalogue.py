@@ -17,10 +17,10 @@ file.
 
 from typing import Dict, Optional, Sequence, Tuple, Union
 
-from albert_tf.data.task_readers import (BINARY, REGRESSION_METRICS, SPLITS, Columns, FileTask, JsonFields,
-                                         SplitFiles, Task)
+from albert_tf.data.task_readers import SPLITS, Columns, JsonFields, SplitFiles
 from albert_tf.errors import TaskError
 from albert_tf.tasks.classification.relation_extraction import DEFAULT_MARKERS, RelationTask
+from albert_tf.tasks.classification.task_types import BINARY, REGRESSION_METRICS, FileTask, Task
 from albert_tf.tasks.classification.user_tsv import TsvFormat, TsvTask
 
 

@@ -47,11 +47,11 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.cli import finetuning_flags
-from albert_tf.data import task_readers
 from albert_tf.errors import TaskError
 from albert_tf.tasks.classification import catalogue
 from albert_tf.tasks.classification import objective as classification_objective
 from albert_tf.tasks.classification import relation_extraction
+from albert_tf.tasks.classification import task_types
 from albert_tf.tasks.classification import user_tsv
 
 FLAGS = flags.FLAGS
@@ -99,7 +99,7 @@ def define_flags(data_dir_required: bool = True):
     flags.mark_flag_as_required("data_dir")
 
 
-def task_from_flags() -> task_readers.Task:
+def task_from_flags() -> task_types.Task:
   """The task of --task_name; for `tsv`, laid out as the --tsv_* flags say.
 
   Raises:

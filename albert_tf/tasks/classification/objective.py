@@ -8,11 +8,13 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, pack_texts
-from albert_tf.data.task_readers import Example, Task
+from albert_tf.data.task_readers import Example
 from albert_tf.errors import TaskError
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.tasks.classification import metrics as classification_metrics
 from albert_tf.tasks.classification.model import AlbertClassifier
 from albert_tf.tasks.classification.serving import ClassifierServingOptions
+from albert_tf.tasks.classification.task_types import Task
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables,
@@ -110,7 +112,7 @@ class ClassifierObjective(FineTuningDefaults):
   def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
     """The task's metrics and the loss, under our names and Google's (`eval_accuracy`, `eval_loss`, ...)."""
     loss, _ = self._per_example(tf.constant(outputs), tf.constant(split.labels))
-    values = metrics_lib.compute_metrics(self.task, outputs[:, 0] if self.task.is_regression else outputs,
+    values = classification_metrics.compute_metrics(self.task, outputs[:, 0] if self.task.is_regression else outputs,
                                          split.labels)
     return with_google_names(dict(values, loss=float(np.mean(loss.numpy()))))
 

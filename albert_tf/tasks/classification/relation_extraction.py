@@ -25,8 +25,9 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from albert_tf import files
-from albert_tf.data.task_readers import SPLITS, Example, Task, read_json_file, read_json_records, split_files
+from albert_tf.data.task_readers import SPLITS, Example, read_json_file, read_json_records, split_files
 from albert_tf.errors import InputFileError, TaskError
+from albert_tf.tasks.classification.task_types import Task
 
 RELATION_LIST_FILE = "relation_list.json"
 NO_RELATION = "no_relation"

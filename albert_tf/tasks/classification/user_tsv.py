@@ -4,9 +4,10 @@ import dataclasses
 import math
 from typing import List, Optional, Set, Tuple
 
-from albert_tf.data.task_readers import (BINARY, REGRESSION_METRICS, SPLIT_FILES, Columns, Example, LabelParser,
-                                         Task, label_in, parse_number, read_examples_from_file, split_files)
+from albert_tf.data.task_readers import (Columns, Example, LabelParser, label_in, parse_number, read_examples_from_file,
+                                         split_files)
 from albert_tf.errors import TaskError
+from albert_tf.tasks.classification.task_types import BINARY, REGRESSION_METRICS, SPLIT_FILES, Task
 
 # More distinct whole-number labels than this, unless they are the class ids 0..K-1, are a score's values.
 MAX_NUMBERED_CLASSES = 20

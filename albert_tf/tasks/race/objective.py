@@ -12,9 +12,9 @@ from albert_tf.data.finetuning_dataset import EncodedSplit, packed_ids
 from albert_tf.errors import OptionError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.race import data as race_data
+from albert_tf.tasks.race import metrics as race_metrics
 from albert_tf.tasks.race.model import AlbertMultipleChoice
 from albert_tf.text.tokenizer import SentencePieceTokenizer
-from albert_tf.training import metrics as metrics_lib
 from albert_tf.training.finetuning_objectives import ExampleSoftmaxDefaults
 
 
@@ -68,5 +68,5 @@ class MultipleChoiceObjective(ExampleSoftmaxDefaults):
 
   def evaluation_metrics(self, outputs: np.ndarray, split: EncodedSplit) -> Dict[str, float]:
     """Accuracy over all questions and per level, the loss, and Google's `eval_accuracy`, `eval_loss`."""
-    per_level = metrics_lib.race_accuracy(outputs.argmax(-1), split.labels, [e.level for e in split.source])
+    per_level = race_metrics.race_accuracy(outputs.argmax(-1), split.labels, [e.level for e in split.source])
     return dict(super().evaluation_metrics(outputs, split), **{name: float(value) for name, value in per_level.items()})

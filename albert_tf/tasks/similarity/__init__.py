@@ -1,3 +1,6 @@
 """Sentence embeddings: Sentence-BERT's STS regression and cross-lingual distillation train an
-`AlbertSentenceEncoder` (shared, in `albert_tf.modeling`: it has no task head of its own), and `sts_evaluation`
-scores any model on an STS set."""
+`AlbertSentenceEncoder` (`model`, its head in the registry in `head`), its `embedders` embed texts with any
+sentence encoder (a SavedModel, a checkpoint, a Hugging Face or sentence-transformers folder), and
+`sts_evaluation` scores one on an STS set."""
+
+from albert_tf.tasks.similarity import head  # noqa: F401 (registers the sentence embedding head)

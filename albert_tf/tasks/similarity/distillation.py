@@ -20,9 +20,10 @@ import tensorflow as tf
 
 from albert_tf import files
 from albert_tf.data.finetuning_dataset import EncodedSplit
-from albert_tf.data.task_readers import Example, Task
+from albert_tf.data.task_readers import Example
 from albert_tf.errors import DataError, OptionError
-from albert_tf.serving import sentence_embedders
+from albert_tf.tasks.classification.task_types import Task
+from albert_tf.tasks.similarity import embedders
 from albert_tf.tasks.similarity.objective import SentenceEncoderDefaults, check_similarity_task, pack_pairs_apart
 from albert_tf.tasks.similarity.parallel_text import ParallelPair, split_pairs
 from albert_tf.text.graph_tokenizer import GraphTokenizer
@@ -67,7 +68,7 @@ def teacher_embeddings(teacher: str, sources: Sequence[str], student_size: int, 
                       "parallel file, in file order.")
     _check_width(embeddings.shape[1], student_size, projection_dim, teacher)
   else:
-    embed = sentence_embedders.saved_model_embedder(teacher, batch_size)
+    embed = embedders.saved_model_embedder(teacher, batch_size)
     first = embed(sources[:1])
     _check_width(first.shape[1], student_size, projection_dim, teacher)
     embeddings = np.concatenate([first, embed(sources[1:])]) if len(sources) > 1 else first

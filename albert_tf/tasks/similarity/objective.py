@@ -10,13 +10,14 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.data.finetuning_dataset import EncodedSplit, PackedSequences, pack_texts
-from albert_tf.data.task_readers import Example, Task
+from albert_tf.data.task_readers import Example
 from albert_tf.errors import OptionError, TaskError
-from albert_tf.modeling.checkpoints import SENTENCE_EMBEDDING_INFO
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers.pooling import POOLING_MODES
-from albert_tf.modeling.sentence_encoder import AlbertSentenceEncoder
 from albert_tf.tasks.classification.catalogue import KNOWN_TASKS, get_task
+from albert_tf.tasks.classification.task_types import Task
+from albert_tf.tasks.similarity.head import SENTENCE_EMBEDDING_INFO, embedding_info
+from albert_tf.tasks.similarity.model import AlbertSentenceEncoder
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training.finetuning_objectives import (FineTuningDefaults, prediction_tables,
@@ -49,8 +50,8 @@ class SentenceEncoderDefaults(FineTuningDefaults):
     self.projection_dim = projection_dim
 
   def embedding_info(self) -> Dict:
-    """The task.json entry that rebuilds the model (`checkpoints.SENTENCE_EMBEDDING_INFO`)."""
-    return {SENTENCE_EMBEDDING_INFO: {"pooling": self.pooling, "projection_dim": self.projection_dim}}
+    """The task.json entry that rebuilds the model (`head.embedding_info`)."""
+    return embedding_info(self.pooling, self.projection_dim)
 
   def check_embedding_info(self, info: Dict, output_dir: str):
     """Refuses to go on with a run of `output_dir` whose model pools or projects otherwise."""

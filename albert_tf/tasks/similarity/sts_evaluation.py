@@ -17,8 +17,8 @@ import numpy as np
 
 from albert_tf.data import task_readers
 from albert_tf.errors import OptionError, TaskError
-from albert_tf.serving import sentence_embedders
-from albert_tf.serving.sentence_embedders import Embedder
+from albert_tf.tasks.similarity import embedders
+from albert_tf.tasks.similarity.embedders import Embedder
 from albert_tf.training import metrics
 
 # sentence-transformers' names, in its order.
@@ -114,11 +114,11 @@ class ModelSource:
   Attributes:
     saved_model: a SavedModel with a `sentence_embedding` signature (it tokenizes and packs by itself).
     checkpoint: an albert-tf checkpoint prefix or directory; needs `albert_config_file` and `spm_model_file`.
-    hf_folder: a Hugging Face or sentence-transformers folder (see `sentence_embedders.hf_folder_embedder`).
+    hf_folder: a Hugging Face or sentence-transformers folder (see `embedders.hf_folder_embedder`).
     albert_config_file: the checkpoint's config.
     spm_model_file: the checkpoint's SentencePiece model, or that of a folder without `spiece.model`.
     max_seq_length: the length texts are cut to; default, a checkpoint's
-      `sentence_embedders.DEFAULT_MAX_SEQ_LENGTH` (at most its max_position_embeddings), a folder's own.
+      `embedders.DEFAULT_MAX_SEQ_LENGTH` (at most its max_position_embeddings), a folder's own.
     do_lower_case, keep_accents: the checkpoint's tokenizer options; None: what is recorded beside
       `spm_model_file`.
   """
@@ -169,13 +169,13 @@ class ModelSource:
     return f"the Hugging Face folder {self.hf_folder}"
 
   def embedder(self, batch_size: int = 64) -> Embedder:
-    """The embedder of the model (see `albert_tf.serving.sentence_embedders`), after `check`."""
+    """The embedder of the model (see `albert_tf.tasks.similarity.embedders`), after `check`."""
     self.check()
     if self.saved_model is not None:
-      return sentence_embedders.saved_model_embedder(self.saved_model, batch_size)
+      return embedders.saved_model_embedder(self.saved_model, batch_size)
     if self.hf_folder is not None:
-      return sentence_embedders.hf_folder_embedder(self.hf_folder, self.max_seq_length, self.spm_model_file,
+      return embedders.hf_folder_embedder(self.hf_folder, self.max_seq_length, self.spm_model_file,
                                                    batch_size)
-    return sentence_embedders.checkpoint_embedder(self.albert_config_file, self.checkpoint, self.spm_model_file,
+    return embedders.checkpoint_embedder(self.albert_config_file, self.checkpoint, self.spm_model_file,
                                                   self.max_seq_length, self.do_lower_case, self.keep_accents,
                                                   batch_size)
