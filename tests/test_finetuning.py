@@ -55,14 +55,32 @@ def read_tsv(path):
     return [line.rstrip("\n").split("\t") for line in reader]
 
 
+def assert_regression_export_gives_the_score(results):
+  """The export of a regression run serves its score, from text and from text pairs, as the Keras model does."""
+  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), None)
+  checkpoint_lib.restore_checkpoint(model, results["weights"])
+  loaded = tf.saved_model.load(results["export"])
+  tokenizer = GraphTokenizer(SP8K_MODEL)
+  texts_a = ["A man plays a flute.", "A jet flies over the hills and far away, high in the sky."]
+  texts_b = ["A man plays.", "A plane."]
+  single = loaded.signatures["classify_text"](text_a=tf.constant(texts_a))
+  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+  assert set(single) == set(pair) == {"predictions"}
+  for outputs, texts_b_or_none in ((single, None), (pair, tf.constant(texts_b))):
+    inputs = tokenizer.encode_and_pack(tf.constant(texts_a), texts_b_or_none, SEQ)
+    np.testing.assert_allclose(outputs["predictions"], model(inputs, training=False)["logits"][:, 0], atol=1e-5)
+
+
 # One GLUE task of each kind through the driver: a single sentence scored by MCC (CoLA), a pair with F1
 # (MRPC), a regression (STS-B), three labels with a dev file of its own (MNLI mismatched). The other six differ
 # only in their files' layouts, which test_tasks.py reads for all ten.
 @pytest.mark.parametrize("name", ["cola", "mrpc", "sts-b", "mnli-mm"])
 def test_each_kind_of_glue_task_trains_evaluates_and_predicts(glue_dir, tmp_path, name):
   task = get_task(name)
-  results = finetuning.run(options(glue_dir, tmp_path / "run", train_step=2), ClassifierObjective(task),
-                           ONE_DEVICE)
+  # The regression's run also exports (what classification exports: the best-of-three run's tests).
+  export_dir = str(tmp_path / "export") if task.is_regression else None
+  results = finetuning.run(options(glue_dir, tmp_path / "run", train_step=2, export_dir=export_dir),
+                           ClassifierObjective(task), ONE_DEVICE)
   evaluation = results["eval"]
   assert evaluation["global_step"] == 2
   assert set(task.metric_names) | {"loss"} <= set(evaluation)
@@ -86,6 +104,7 @@ def test_each_kind_of_glue_task_trains_evaluates_and_predicts(glue_dir, tmp_path
   if task.is_regression:
     assert raw.shape == (len(test_examples), 1)
     np.testing.assert_allclose([float(row[1]) for row in submitted[1:]], raw[:, 0], rtol=1e-6)
+    assert_regression_export_gives_the_score(results)
   else:
     assert raw.shape == (len(test_examples), len(task.label_list))
     np.testing.assert_allclose(raw.sum(axis=1), 1.0, atol=1e-5)
@@ -382,24 +401,6 @@ def test_exported_classifier_classifies_raw_text_as_keras_does(best_of_three_run
   np.testing.assert_allclose(encoder(inputs)["embedding"], embedding, atol=1e-5)
 
 
-def test_exported_regression_gives_the_score(glue_dir, tmp_path):
-  results = finetuning.run(options(glue_dir, tmp_path / "run", do_eval=False, do_predict=False,
-                                   export_dir=str(tmp_path / "export")),
-                           ClassifierObjective(get_task("sts-b")), ONE_DEVICE)
-  model = AlbertClassifier(albert_tf.AlbertConfig(**CONFIG), None)
-  checkpoint_lib.restore_checkpoint(model, results["weights"])
-  loaded = tf.saved_model.load(results["export"])
-  tokenizer = GraphTokenizer(SP8K_MODEL)
-  texts_a = ["A man plays a flute.", "A jet flies over the hills and far away, high in the sky."]
-  texts_b = ["A man plays.", "A plane."]
-  single = loaded.signatures["classify_text"](text_a=tf.constant(texts_a))
-  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
-  assert set(single) == set(pair) == {"predictions"}
-  for outputs, texts_b_or_none in ((single, None), (pair, tf.constant(texts_b))):
-    inputs = tokenizer.encode_and_pack(tf.constant(texts_a), texts_b_or_none, SEQ)
-    np.testing.assert_allclose(outputs["predictions"], model(inputs, training=False)["logits"][:, 0], atol=1e-5)
-
-
 def test_a_bfloat16_run_leaves_later_models_and_exports_float32_and_the_seeds_as_they_were(glue_dir, tmp_path):
   random.seed(7)
   np.random.seed(7)
@@ -564,24 +565,6 @@ def test_tool_refuses_tsv_scores_as_classes_and_a_label_in_a_text_column(tmp_pat
   assert not (tmp_path / "run").exists()
 
 
-def test_run_classifier_tool_trains_evaluates_predicts_and_exports(glue_dir, tmp_path):
-  albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
-  result = run_tool("run_classifier", "--task_name=MRPC", f"--data_dir={glue_dir}",
-                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={tmp_path / 'config.json'}",
-                    f"--spm_model_file={SP8K_MODEL}", f"--max_seq_length={SEQ}", "--do_train", "--do_eval",
-                    "--do_predict", "--train_batch_size=2", "--eval_batch_size=2", "--predict_batch_size=2",
-                    "--train_step=2", "--save_checkpoints_steps=2", "--iterations_per_loop=2",
-                    "--learning_rate=1e-3", f"--export_dir={tmp_path / 'export'}")
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert "step 2/2 | loss" in result.stderr and "examples/s | ETA" in result.stderr
-  assert "f1 = " in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
-  assert len(read_tsv(tmp_path / "run" / finetuning_objectives.SUBMIT_RESULTS)) == 2
-  assert os.listdir(tmp_path / "run" / "train") and os.listdir(tmp_path / "run" / "eval")  # TensorBoard
-  loaded = tf.saved_model.load(str(tmp_path / "export" / "1"))
-  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(["He said ."]), text_b=tf.constant(["He did ."]))
-  assert pair["labels"].numpy()[0].decode() in ("0", "1")
-
-
 def test_train_sentence_encoder_tool(glue_dir, tmp_path):
   albert_tf.AlbertConfig(**CONFIG).to_json_file(str(tmp_path / "config.json"))
   common = [f"--data_dir={glue_dir}", f"--output_dir={tmp_path / 'run'}",
@@ -625,33 +608,55 @@ def checkpoint_weights(prefix):
           if key.startswith("model/") and "OPTIMIZER_SLOT" not in key}
 
 
-def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(glue_dir, tmp_path):
-  # The fine-tuning driver's resume, which every fine-tuning tool shares; the reading tests resume a SQuAD run.
-  tool, task_flags = "run_classifier", ["--task_name=mrpc", "--dropout_prob=0"]  # dropout draws differ after a restart
-  # Wide enough that a step takes milliseconds, so the kill lands mid-run.
+def classifier_tool_flags(root, output_dir):
+  """run_classifier's training flags of `classifier_tool_run`, with the run directory `output_dir`."""
+  return ["--task_name=MRPC", "--dropout_prob=0", f"--data_dir={root / 'glue_data'}", f"--output_dir={output_dir}",
+          f"--albert_config_file={root / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
+          f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
+          "--train_step=20", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
+          "--learning_rate=1e-3"]
+
+
+@pytest.fixture(scope="module")
+def classifier_tool_run(tmp_path_factory):
+  """run_classifier's one trained run, uninterrupted, which also predicts and exports: the tool's test reads its
+  files, the kill -9 test compares its own run with it. Dropout is off (its draws differ after a restart); the
+  model is wide enough that a step takes milliseconds, so that the kill lands mid-run."""
+  root = tmp_path_factory.mktemp("run_classifier")
+  write_glue_data(root)
   albert_tf.AlbertConfig(**dict(CONFIG, hidden_size=128, intermediate_size=512, num_attention_heads=4)).to_json_file(
-      str(tmp_path / "config.json"))
+      str(root / "config.json"))
+  result = run_tool("run_classifier", *classifier_tool_flags(root, root / "straight"), "--do_predict",
+                    "--predict_batch_size=2", f"--export_dir={root / 'export'}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  return root, result
 
-  def flags(output_dir):
-    return [*task_flags, f"--data_dir={glue_dir}", f"--output_dir={output_dir}",
-            f"--albert_config_file={tmp_path / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
-            f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
-            "--train_step=20", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
-            "--learning_rate=1e-3"]
 
-  # Only the killed run needs a process of its own.
-  straight = run_tool(tool, *flags(tmp_path / "straight"))
-  assert straight.returncode == 0, straight.stderr[-3000:]
-  killed_dir = tmp_path / "killed"
-  kill_once_a_checkpoint_is_written([sys.executable, os.path.join(TOOLS, f"{tool}.py"), *flags(killed_dir)],
-                                    killed_dir, "model.ckpt-20")
-  resumed = run_tool(tool, *flags(killed_dir))
+def test_run_classifier_tool_trains_evaluates_predicts_and_exports(classifier_tool_run):
+  root, result = classifier_tool_run
+  assert "step 20/20 | loss" in result.stderr and "examples/s | ETA" in result.stderr
+  assert "f1 = " in (root / "straight" / run_directory.EVAL_RESULTS).read_text()
+  assert len(read_tsv(root / "straight" / finetuning_objectives.SUBMIT_RESULTS)) == 2
+  assert os.listdir(root / "straight" / "train") and os.listdir(root / "straight" / "eval")  # TensorBoard
+  loaded = tf.saved_model.load(str(root / "export" / "1"))
+  pair = loaded.signatures["classify_text_pair"](text_a=tf.constant(["He said ."]), text_b=tf.constant(["He did ."]))
+  assert pair["labels"].numpy()[0].decode() in ("0", "1")
+
+
+def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(classifier_tool_run):
+  # The fine-tuning driver's resume, which every fine-tuning tool shares; the reading tests resume a SQuAD run.
+  # Only the killed run needs a process of its own; its rerun neither predicts nor exports.
+  root, _ = classifier_tool_run
+  killed_dir = root / "killed"
+  kill_once_a_checkpoint_is_written([sys.executable, os.path.join(TOOLS, "run_classifier.py"),
+                                     *classifier_tool_flags(root, killed_dir)], killed_dir, "model.ckpt-20")
+  resumed = run_tool("run_classifier", *classifier_tool_flags(root, killed_dir))
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert re.search(r"Resuming from .*model\.ckpt-\d+ at step \d+", resumed.stderr)
-  expected, actual = checkpoint_weights(tmp_path / "straight" / "model.ckpt-20"), checkpoint_weights(
+  expected, actual = checkpoint_weights(root / "straight" / "model.ckpt-20"), checkpoint_weights(
       killed_dir / "model.ckpt-20")
   assert expected.keys() == actual.keys() and expected
   for key, value in expected.items():
     np.testing.assert_allclose(actual[key], value, atol=1e-6, rtol=0, err_msg=key)
   # Every checkpoint was scored, the one written just before the kill too, so the same one is best.
-  assert run_directory.read_best_info(str(killed_dir)) == run_directory.read_best_info(str(tmp_path / "straight"))
+  assert run_directory.read_best_info(str(killed_dir)) == run_directory.read_best_info(str(root / "straight"))
