@@ -1,4 +1,4 @@
-"""The figures behind tests/test_data_mixing.py, over several seeds, for this tree or another checkout.
+"""The figures behind tests/data/test_data_mixing.py, over several seeds, for this tree or another checkout.
 
   python dev/measure_mixing.py --seeds=1,2,3,4,5,6,12345 [--repo=/path/to/other/checkout] [--dupe_factor=1]
 

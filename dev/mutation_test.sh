@@ -35,47 +35,47 @@ group() {
       mutants=("albert_tf.data.instances.*" "albert_tf.data.pretraining_corpus.*" "albert_tf.data.external_shuffle.*"
                "albert_tf.data.token_store.*")
       local slow="statistics_match_google or tool or memory or interrupted or killed or full_disk or read_together"
-      tests=(tests/test_pretraining_writer.py tests/test_data_mixing.py -k "not ($slow)") ;;
+      tests=(tests/data/test_pretraining_writer.py tests/data/test_data_mixing.py -k "not ($slow)") ;;
     losses)  # loss and metric reductions
       files=(albert_tf/training/pretraining_objective.py albert_tf/training/metrics.py
              albert_tf/training/finetuning_objectives.py)
       local objectives=albert_tf.training.finetuning_objectives
       mutants=("albert_tf.training.metrics.*" "albert_tf.training.pretraining_objective.*"
                "$objectives.x__safe_ratio__*" "$objectives.x*Objective*"{_per_example,replica_loss,metrics_from_sums}"__*")
-      tests=(tests/test_metrics.py tests/test_pretraining.py::test_loss_is_googles_formula
-             tests/test_pretraining.py::test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios
-             tests/test_finetuning.py::test_losses_and_metrics_are_googles
-             tests/test_finetuning.py::test_sentence_similarity_loss_fits_cosines_to_scaled_scores) ;;
+      tests=(tests/training/test_metrics.py tests/training/test_pretraining.py::test_loss_is_googles_formula
+             tests/training/test_pretraining.py::test_replica_loss_is_a_share_of_the_global_batch_loss_and_metrics_are_ratios
+             tests/training/test_finetuning.py::test_losses_and_metrics_are_googles
+             tests/training/test_finetuning.py::test_sentence_similarity_loss_fits_cosines_to_scaled_scores) ;;
     optimization)
       files=(albert_tf/training/optimization.py)
       mutants=("albert_tf.training.optimization.*")
-      tests=(tests/test_optimization.py) ;;
+      tests=(tests/training/test_optimization.py) ;;
     training)  # checkpoints, the best checkpoint, resuming, the loop schedule, gradient clipping
       files=(albert_tf/modeling/checkpoints.py albert_tf/training/run_directory.py albert_tf/training/loop.py)
       mutants=("albert_tf.modeling.checkpoints.*"
                albert_tf.training.run_directory.x_{keep_if_best,read_best_info,last_evaluated_step}"__*"
                albert_tf.training.run_directory.x_{awaits_evaluation,restore_latest,check_run_directory}"__*"
                "albert_tf.training.loop.x_replica_train_step__*" "albert_tf.training.loop.x*LoopSchedule*")
-      tests=(tests/test_checkpoint.py tests/test_training.py tests/test_conversion.py -k "not tool") ;;
+      tests=(tests/modeling/test_checkpoint.py tests/training/test_training.py tests/interop/test_conversion.py -k "not tool") ;;
     input_pipeline)  # where a resumed pretraining or fine-tuning stream starts
       files=(albert_tf/data/pretraining_dataset.py albert_tf/data/record_files.py albert_tf/data/input_streams.py
              albert_tf/data/finetuning_dataset.py)
       mutants=("albert_tf.data.pretraining_dataset.*" "albert_tf.data.record_files.*" "albert_tf.data.input_streams.*"
                "albert_tf.data.finetuning_dataset.x_training_dataset__*")
-      tests=(tests/test_pretraining_dataset.py
-             tests/test_finetuning.py::test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere) ;;
+      tests=(tests/data/test_pretraining_dataset.py
+             tests/training/test_finetuning.py::test_training_stream_is_a_permutation_per_epoch_and_resumes_anywhere) ;;
     routing)  # which group's blocks each layer runs. The 20-second v2 parameter counts are left out.
       files=(albert_tf/modeling/encoder.py albert_tf/modeling/config.py)
       mutants=("albert_tf.modeling.encoder.*" "albert_tf.modeling.config.x*group_of_layer__*")
-      tests=(tests/test_model.py tests/test_config.py
-             tests/test_huggingface_export.py::test_hugging_face_outputs_equal_ours -k "not parameter_counts") ;;
+      tests=(tests/modeling/test_model.py tests/modeling/test_config.py
+             tests/interop/test_huggingface_export.py::test_hugging_face_outputs_equal_ours -k "not parameter_counts") ;;
     tokenization)  # text preprocessing, in Python and in the graph (the SavedModel tests are left out)
       files=(albert_tf/text/tokenizer.py albert_tf/text/graph_tokenizer.py)
       mutants=("albert_tf.text.tokenizer.*" "albert_tf.text.graph_tokenizer.*")
-      tests=(tests/test_tokenization.py
-             tests/test_serving.py::test_whitespace_pattern_is_exactly_what_str_split_splits_on
-             tests/test_serving.py::test_graph_tokenizer_gives_the_python_ids_on_korean_and_english
-             tests/test_serving.py::test_packing_truncates_pairs_as_google_does) ;;
+      tests=(tests/text/test_tokenization.py
+             tests/serving/test_serving.py::test_whitespace_pattern_is_exactly_what_str_split_splits_on
+             tests/serving/test_serving.py::test_graph_tokenizer_gives_the_python_ids_on_korean_and_english
+             tests/serving/test_serving.py::test_packing_truncates_pairs_as_google_does) ;;
     *) echo "unknown group '$1' (groups: ${all_groups[*]})" >&2; return 1 ;;
   esac
 }

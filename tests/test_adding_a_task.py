@@ -17,8 +17,7 @@ import tensorflow as tf
 from albert_tf.modeling import task_heads
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
-from conftest import REPO, SHARED, SP8K_MODEL, python_pack, requires_shared, run_tool
-from reading_comprehension_data import write_config
+from tests.conftest import REPO, SHARED, SP8K_MODEL, python_pack, requires_shared, run_tool, write_config
 
 PAGE = os.path.join(REPO, "docs", "adding-a-task.md")
 PACKAGE = "language_id"

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from albert_tf import files
 from albert_tf.training import loop, run_directory
-from conftest import REPO, SHARED, requires_shared, run_tool, tiny_config
+from tests.conftest import REPO, SHARED, requires_shared, run_tool, tiny_config
 
 KLUE_NER_DEV = os.path.join(SHARED, "klue", "klue-ner-v1.1_dev.tsv")
 SAMPLE = os.path.join(REPO, "albert_tf", "sample_data")
@@ -87,7 +87,7 @@ def test_a_job_with_every_path_in_a_bucket_writes_only_there(bucket, tmp_path, m
       "--iterations_per_loop=2")
   assert set(files.list_folder(f"{bucket}/ner")) >= {"task.json", run_directory.EVAL_RESULTS,
                                                       run_directory.BEST_CHECKPOINT_INFO, "albert_config.json"}
-  # (With tokenizer files, to a bucket: tests/test_huggingface_export.py.)
+  # (With tokenizer files, to a bucket: tests/interop/test_huggingface_export.py.)
   run("export_hf", f"--checkpoint={bucket}/run", f"--albert_config_file={config_file}", f"--output_dir={bucket}/hf")
   assert files.list_folder(f"{bucket}/hf") == ["config.json", "model.safetensors"]
 

@@ -16,7 +16,7 @@ from albert_tf.errors import AlbertConfigError, AlbertError, CheckpointMismatchE
 
 
 from albert_tf.training import distribution, pretraining
-from conftest import REPO, run_tool
+from tests.conftest import REPO, run_tool
 
 # Each sub-package may import itself and those before it. `errors`, `files` and `workers` come first of all.
 # `cli` holds what several tools share and names no task: each task's package defines its own tool's command line.

@@ -16,7 +16,7 @@ from albert_tf.files import expand_input_patterns, read_utf8_lines
 from albert_tf.interop.huggingface import export_to_hf
 from albert_tf.modeling.checkpoints import save_checkpoint
 from albert_tf.text.sentencepiece_training import train_sentencepiece
-from conftest import REPO, run_tool, tiny_config
+from tests.conftest import REPO, run_tool, tiny_config
 
 SAMPLE = os.path.join(REPO, "albert_tf", "sample_data", "en_botchan.txt")
 VOCAB_SIZE = 200
@@ -232,7 +232,7 @@ def test_a_worker_initializer_error_reaches_the_caller():
 
 
 def test_inputs_that_are_folders_or_not_gzip_are_named(tmp_path):
-  """(A gzip file cut short: tests/test_prepare_corpus.py.)"""
+  """(A gzip file cut short: tests/data/test_prepare_corpus.py.)"""
   with pytest.raises(InputFileError, match=f"^{tmp_path} is a folder; name the files in it, e.g. {tmp_path}/\\*.txt."):
     expand_input_patterns(str(tmp_path))
   (tmp_path / "plain.txt.gz").write_text("Not compressed.\n")
