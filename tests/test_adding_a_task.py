@@ -4,6 +4,7 @@ the generic machinery. Nothing outside that folder is written, so a task that ne
 here."""
 
 import csv
+import dataclasses
 import importlib
 import json
 import os
@@ -69,8 +70,12 @@ def write_splits(folder):
   return folder
 
 
-def test_the_page_gives_the_whole_package():
+def test_the_page_gives_the_whole_package_and_counts_what_a_head_must_say():
   assert set(page_files()) == {"__init__.py", "model.py", "head.py", "objective.py", "command.py"}
+  fields = dataclasses.fields(task_heads.TaskHead)
+  required = [f"`{field.name}`" for field in fields if field.default is dataclasses.MISSING]
+  row = f"| `TaskHead` | {len(fields)} fields | {len(required)}: {', '.join(required)} |"
+  assert row in open(PAGE, encoding="utf-8").read()
 
 
 def test_the_example_task_trains_evaluates_predicts_resumes_and_exports(language_id, tmp_path):
