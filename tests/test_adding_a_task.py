@@ -153,3 +153,19 @@ def test_every_task_model_is_importable_from_the_package(language_id):
   models = {head.model_class.__name__: head.model_class for head in task_heads.registered_heads()}
   assert "AlbertLanguageIdentifier" in models and set(models) <= set(albert_tf.__all__)
   assert all(getattr(albert_tf, name) is model for name, model in models.items())
+
+
+def test_the_defaults_name_the_heads_weights_and_refuse_a_run_of_another_task(language_id):
+  from albert_tf.errors import TaskError
+  from albert_tf.modeling.weight_names import named_weights
+  from tests.conftest import tiny_config
+  model = language_id.model.AlbertLanguageIdentifier(tiny_config())
+  model(model.dummy_inputs(), training=False)
+  named = named_weights(model)
+  head_names = {names.google: names.hf for names, _ in named if names.google.startswith("language_head/")}
+  assert head_names == {"language_head/output_weights": None, "language_head/output_bias": None}
+  assert len(named) == len(model.weights)
+  objective = importlib.import_module(f"albert_tf.tasks.{PACKAGE}.objective").LanguageIdObjective()
+  objective.adopt_run_info({"task": "language_id"}, "runs/lang")
+  with pytest.raises(TaskError, match=r"--output_dir runs/lang holds a run of task 'race', not 'language_id'"):
+    objective.adopt_run_info({"task": "race"}, "runs/lang")
