@@ -85,7 +85,8 @@ def test_the_example_task_trains_evaluates_predicts_resumes_and_exports(language
   command = f"albert_tf.tasks.{PACKAGE}.command"
   common = (f"--data_dir={data_dir}", f"--albert_config_file={write_config(tmp_path, **CONFIG)}",
             f"--spm_model_file={SP8K_MODEL}", f"--output_dir={run_dir}", "--max_seq_length=32",
-            "--train_batch_size=16", "--eval_batch_size=16", "--predict_batch_size=16", "--learning_rate=3e-3", "--warmup_step=10",
+            "--train_batch_size=16", "--eval_batch_size=16", "--predict_batch_size=16", "--learning_rate=3e-3",
+            "--warmup_step=10",
             "--save_checkpoints_steps=20", "--iterations_per_loop=20", "--dropout_prob=0", "--do_eval")
   result = run_tool(command, *common, "--do_train", "--train_step=40")
   assert result.returncode == 0, result.stderr[-3000:]
