@@ -9,6 +9,7 @@ checked against `official_klue_mrc_scores`, written here from the rules of the K
 import json
 import string
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -16,6 +17,7 @@ from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import korean_scoring
 from albert_tf.tasks.squad import predictions as squad_predictions
 from albert_tf.tasks.squad import reading_tasks
+from albert_tf.tasks.squad.objective import TFLITE_FILE
 from albert_tf.training import run_directory
 from tests.conftest import SP8K_MODEL, korean_reader_config, requires_shared, run_tool, tiny_config
 from tests.tasks.squad.korean_reading_data import write_klue_mrc
@@ -199,12 +201,17 @@ def test_klue_mrc_tool_learns_and_scores_as_klues_evaluation(klue_mrc_run):
   assert set(json.loads((run / squad_predictions.NULL_ODDS_FILE).read_text())) == set(predictions)
 
 
-def test_exported_klue_mrc_model_answers_korean_as_the_predictions_do(klue_mrc_run):
+def test_exported_klue_mrc_model_answers_korean_with_the_runs_threshold_as_the_predictions_do(klue_mrc_run):
   dataset = json.loads((klue_mrc_run / "klue-mrc-v1.1_dev.json").read_text(encoding="utf-8"))["data"]
   predictions = json.loads((klue_mrc_run / "run" / squad_predictions.PREDICTIONS_FILE).read_text(encoding="utf-8"))
   pairs = [(qa["guid"], qa["question"], paragraph["context"]) for article in dataset
            for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+  null_odds = json.loads((klue_mrc_run / "run" / squad_predictions.NULL_ODDS_FILE).read_text(encoding="utf-8"))
   answer_question = tf.saved_model.load(str(klue_mrc_run / "export" / "1")).signatures["answer_question"]
   served = answer_question(question=tf.constant([question for _, question, _ in pairs]),
                            context=tf.constant([context for _, _, context in pairs]))
+  # The threshold of the best evaluation: "" exactly where predictions.json has "".
   assert [text.decode("utf-8") for text in served["answer"].numpy()] == [predictions[guid] for guid, _, _ in pairs]
+  np.testing.assert_allclose(served["no_answer_score"].numpy(), [null_odds[guid] for guid, _, _ in pairs], atol=1e-4)
+  assert served["has_answer"].numpy().tolist() == [bool(predictions[guid]) for guid, _, _ in pairs]
+  assert not (klue_mrc_run / "export" / "1" / TFLITE_FILE).exists()  # Google's v2 exports no TFLite model
