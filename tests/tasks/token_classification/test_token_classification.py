@@ -60,13 +60,14 @@ def test_the_tool_learns_klue_ner_scores_as_seqeval_predicts_and_exports(tmp_pat
   # training sentences shows that the tags reach the pieces and come back (the learning figures are in the docs).
   # One run in this process: the driver's resume after kill -9, which this tool shares, is test_finetuning.py's;
   # what a resume of this tool adds, its task.json adopted, is checked at the end.
+  # Scored once, at the end: the test reads only the best evaluation.
   data_dir = write_klue_split(tmp_path / "klue", train=64, dev=0)
   result = run_tool(
       "run_token_classification", "--task_name=klue-ner", f"--data_dir={data_dir}",
       f"--albert_config_file={write_config(tmp_path, **CONFIG)}", f"--spm_model_file={SP8K_MODEL}",
       f"--output_dir={tmp_path / 'run'}", "--max_seq_length=64", "--doc_stride=24", "--train_batch_size=16",
-      "--eval_batch_size=32", "--learning_rate=1e-3", "--warmup_step=20", "--save_checkpoints_steps=100",
-      "--iterations_per_loop=100", "--dropout_prob=0", "--train_step=300", "--do_predict",
+      "--eval_batch_size=32", "--learning_rate=1e-3", "--warmup_step=20", "--save_checkpoints_steps=300",
+      "--iterations_per_loop=300", "--dropout_prob=0", "--train_step=300", "--do_predict",
       f"--export_dir={tmp_path / 'export'}")
   assert result.returncode == 0, result.stderr[-3000:]
 
