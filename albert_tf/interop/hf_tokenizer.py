@@ -85,26 +85,15 @@ def text_preparing_charsmap(proto: sentencepiece_model_pb2.ModelProto,
   return _compiled_charsmap(proto.SerializeToString(), options)
 
 
-# Compiling walks every Unicode character (about 8 s); an export compiles the same map for each tokenizer file it
-# writes and checks, and a process that exports several models of one vocabulary compiles it once.
+# Compiling takes seconds (decompiling the model's rules, compiling some 200,000); an export compiles the same map
+# for each tokenizer file it writes and checks, and a process that exports several models of one vocabulary
+# compiles it once.
 @functools.lru_cache(maxsize=8)
 def _compiled_charsmap(serialized_proto: bytes, options: options_lib.TokenizerOptions) -> bytes:
   """`text_preparing_charsmap` of a serialized model."""
-
-  def prepare(text: str) -> str:
-    text = strip_accents(text) if not options.keep_accents else text
-    return text.lower() if options.do_lower_case else text
-
   model_rules = spm.SentencePieceNormalizer(model_proto=serialized_proto)
-  # Every character but the surrogates and the newline (which is left as it is).
-  chars = [chr(code_point) for code_point in range(0x110000)
-           if not 0xD800 <= code_point < 0xE000 and code_point != ord("\n")]
-  keys = {source for source, _ in model_rules.Decompile()}
-  keys.update(char for char, prepared in zip(chars, _each(prepare, chars)) if prepared != char)
-  keys.update(sequence for sequence in _each(lambda text: unicodedata.normalize("NFD", text), chars)
-              if len(sequence) > 1)
-  keys = sorted(keys)
-  targets = model_rules.Normalize(_each(prepare, keys))
+  keys = sorted(_characters_to_rewrite(options).union(source for source, _ in model_rules.Decompile()))
+  targets = model_rules.Normalize(_each(functools.partial(_prepare, options=options), keys))
   rules = [(key, target) for key, target in zip(keys, targets) if key != target]
   spm.set_min_log_level(_SPM_WARNING)  # compiling logs each run at INFO; back to SentencePiece's default below
   try:
@@ -114,6 +103,27 @@ def _compiled_charsmap(serialized_proto: bytes, options: options_lib.TokenizerOp
   spec = sentencepiece_model_pb2.NormalizerSpec()
   spec.ParseFromString(compiled.serialized_normalizer_spec())
   return spec.precompiled_charsmap
+
+
+def _prepare(text: str, options: options_lib.TokenizerOptions) -> str:
+  text = strip_accents(text) if not options.keep_accents else text
+  return text.lower() if options.do_lower_case else text
+
+
+# Walking every Unicode character (about 3 s) depends on the options alone: a process that exports models of
+# several vocabularies trained with the same options walks once.
+@functools.lru_cache(maxsize=4)
+def _characters_to_rewrite(options: options_lib.TokenizerOptions) -> frozenset:
+  """The characters `_prepare` changes and the canonical sequences (longer than one character) our NFC composes:
+  with the model's own rules, the keys of every charsmap of `options`."""
+  # Every character but the surrogates and the newline (which is left as it is).
+  chars = [chr(code_point) for code_point in range(0x110000)
+           if not 0xD800 <= code_point < 0xE000 and code_point != ord("\n")]
+  keys = {char for char, prepared in zip(chars, _each(functools.partial(_prepare, options=options), chars))
+          if prepared != char}
+  keys.update(sequence for sequence in _each(lambda text: unicodedata.normalize("NFD", text), chars)
+              if len(sequence) > 1)
+  return frozenset(keys)
 
 
 def _each(function, texts: Sequence[str]) -> List[str]:
@@ -126,6 +136,8 @@ def _each(function, texts: Sequence[str]) -> List[str]:
   results = function("\n".join(joined)).split("\n")
   if len(results) != len(joined):
     raise RuntimeError("A normal form holds a newline; the charsmap cannot be built this way.")
+  if len(joined) == len(texts):  # no text holds a newline: the results are in order
+    return results
   done = dict(zip(joined, results))
   return [done[text] if text in done else function(text) for text in texts]
 
