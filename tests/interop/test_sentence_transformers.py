@@ -10,9 +10,6 @@ import numpy as np
 import pytest
 import tf_keras
 import torch
-from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.modules import Dense, Transformer
-from sentence_transformers.sentence_transformer.modules import Pooling
 from safetensors import numpy as safetensors_numpy
 
 import albert_tf
@@ -45,6 +42,15 @@ def _texts():
 
 
 TEXTS = _texts()
+
+
+def sentence_transformers_package():
+  """The package, imported by the tests that run it: its import takes seconds (it loads transformers' models), which
+  a test process that collects this file without running these tests does not pay."""
+  # pylint: disable=import-outside-toplevel
+  import sentence_transformers.base.modules
+  import sentence_transformers.sentence_transformer.modules
+  return sentence_transformers
 
 
 @functools.lru_cache(maxsize=None)
@@ -112,7 +118,7 @@ def test_export_tool_says_the_folder_is_a_sentence_transformers_model(exports):
 def test_sentence_transformers_computes_our_embedding(exports, pooling, projection_dim):
   model, folder = exports[0][(pooling, projection_dim)]
   ours = our_embeddings(model)
-  loaded = SentenceTransformer(folder, device="cpu")
+  loaded = sentence_transformers_package().SentenceTransformer(folder, device="cpu")
   assert loaded.max_seq_length == MAX_SEQ_LENGTH
   assert packed_texts()["input_mask"].numpy()[-1].all()  # the review is cut
   theirs = loaded.encode(TEXTS, convert_to_numpy=True)
@@ -142,7 +148,7 @@ def test_sentence_transformers_equals_our_saved_model(exports, tmp_path):
   model, folder = exports[0][("max", PROJECTION_DIM)]
   path = saved_model.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, MAX_SEQ_LENGTH)
   served = saved_model_embedder(path)(TEXTS)
-  theirs = SentenceTransformer(folder, device="cpu").encode(TEXTS, convert_to_numpy=True)
+  theirs = sentence_transformers_package().SentenceTransformer(folder, device="cpu").encode(TEXTS, convert_to_numpy=True)
   np.testing.assert_allclose(theirs, served, atol=1e-5, rtol=0)
   np.testing.assert_allclose(served, our_embeddings(model), atol=1e-5, rtol=0)
 
@@ -152,16 +158,18 @@ def test_hf_folder_embedder_reads_a_folder_sentence_transformers_wrote(exports, 
   Normalize, whose embeddings are not unit length: computed as the library computes it."""
   _, folder = exports[0][("mean", None)]
   torch.manual_seed(0)
-  dense = Dense(CONFIG.hidden_size, 16, activation_function=torch.nn.Identity())
-  written = SentenceTransformer(modules=[Transformer(folder, max_seq_length=MAX_SEQ_LENGTH),
-                                         Pooling(CONFIG.hidden_size, "mean"), dense], device="cpu")
+  package = sentence_transformers_package()
+  dense = package.base.modules.Dense(CONFIG.hidden_size, 16, activation_function=torch.nn.Identity())
+  written = package.SentenceTransformer(
+      modules=[package.base.modules.Transformer(folder, max_seq_length=MAX_SEQ_LENGTH),
+               package.sentence_transformer.modules.Pooling(CONFIG.hidden_size, "mean"), dense], device="cpu")
   written.save(str(tmp_path / "st"))
   assert not os.path.exists(tmp_path / "st" / "spiece.model")  # transformers 5 saves tokenizer.json alone
   with pytest.raises(OptionError, match="has no spiece.model: pass the SentencePiece model"):
     hf_folder_embedder(str(tmp_path / "st"))
   embedder = hf_folder_embedder(str(tmp_path / "st"), spm_model_file=SP8K_MODEL)
   assert embedder.sentence_transformers.describe() == "mean pooling, Dense 32→16 linear, not normalised"
-  theirs = SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(TEXTS, convert_to_numpy=True)
+  theirs = package.SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(TEXTS, convert_to_numpy=True)
   ours = embedder(TEXTS)
   assert np.abs(np.linalg.norm(theirs, axis=1) - 1).max() > 0.1
   np.testing.assert_allclose(ours, theirs, atol=1e-5, rtol=0)
