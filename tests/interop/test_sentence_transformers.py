@@ -148,7 +148,8 @@ def test_sentence_transformers_equals_our_saved_model(exports, tmp_path):
   model, folder = exports[0][("max", PROJECTION_DIM)]
   path = saved_model.export_saved_model(model, str(tmp_path / "export"), SP8K_MODEL, MAX_SEQ_LENGTH)
   served = saved_model_embedder(path)(TEXTS)
-  theirs = sentence_transformers_package().SentenceTransformer(folder, device="cpu").encode(TEXTS, convert_to_numpy=True)
+  loaded = sentence_transformers_package().SentenceTransformer(folder, device="cpu")
+  theirs = loaded.encode(TEXTS, convert_to_numpy=True)
   np.testing.assert_allclose(theirs, served, atol=1e-5, rtol=0)
   np.testing.assert_allclose(served, our_embeddings(model), atol=1e-5, rtol=0)
 
