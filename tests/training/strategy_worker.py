@@ -1,8 +1,10 @@
-"""One training job, run by a test in its own process or in a worker process of a multi-worker run.
+"""Training jobs, run by a test in its own process or in a worker process of a multi-worker run.
 
-  python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [--strategy_type=...] [--input_pipelines=N]
+  python strategy_worker.py JOB OPTIONS_JSON RESULT_NPZ [JOB OPTIONS_JSON RESULT_NPZ ...] [--strategy_type=...]
+      [--input_pipelines=N]
 
-JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
+A process runs its jobs one after the other on one strategy: a pair of workers pays its TensorFlow import and
+its cluster's setup once for all of them. JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
 fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. The final trainable
 weights, the last loss, what this process's input pipeline reads of the first epoch (records, or example
 indices) and, for the classifier, the dev metrics and test outputs are saved to RESULT_NPZ.
@@ -92,6 +94,10 @@ def write_options(path, run_options, **extra) -> str:
 
 
 def main(job, options_file, result_file, strategy_type="one_device", input_pipelines=1):
+  run_job(job, options_file, result_file, strategy(strategy_type), input_pipelines)
+
+
+def run_job(job, options_file, result_file, run_strategy, input_pipelines=1):
   import numpy as np
   from albert_tf.tasks.classification import catalogue
   from albert_tf.tasks.classification import objective as classification_objective
@@ -100,7 +106,6 @@ def main(job, options_file, result_file, strategy_type="one_device", input_pipel
   with open(options_file) as reader:
     values = json.load(reader)
   values["albert_config"] = AlbertConfig.from_dict(values["albert_config"])
-  run_strategy = strategy(strategy_type)
   results = {"replicas": run_strategy.num_replicas_in_sync}
   if job == "pretraining":
     run = pretraining.Pretraining(pretraining.PretrainingOptions(**values), run_strategy)
@@ -119,5 +124,9 @@ def main(job, options_file, result_file, strategy_type="one_device", input_pipel
 
 
 if __name__ == "__main__":
-  flags = dict(arg[2:].split("=", 1) for arg in sys.argv[4:])
-  main(*sys.argv[1:4], flags.get("strategy_type", "one_device"), int(flags.get("input_pipelines", 1)))
+  jobs = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
+  flags = dict(arg[2:].split("=", 1) for arg in sys.argv[1:] if arg.startswith("--"))
+  # One strategy for every job: a second MultiWorkerMirroredStrategy would set up the cluster again.
+  worker_strategy = strategy(flags.get("strategy_type", "one_device"))
+  for start in range(0, len(jobs), 3):
+    run_job(*jobs[start:start + 3], worker_strategy, int(flags.get("input_pipelines", 1)))

@@ -1,11 +1,11 @@
-"""Fine-tuning: every GLUE processor end to end, Google's losses, exact resume, replicas, export, bad input."""
+"""Fine-tuning: every GLUE processor end to end, Google's losses, exact resume, export, bad input. Its replicas
+and workers are tested with pretraining's, on one pair of worker processes (test_pretraining.py)."""
 
 import dataclasses
 import json
 import os
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,8 +28,7 @@ from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.training import distribution, finetuning, metrics, run_directory
 from albert_tf.training import finetuning_objectives
-from tests.training import strategy_worker
-from tests.conftest import (SHARED, SP8K_MODEL, TOOLS, damage_checkpoint, free_ports, kill_once_a_checkpoint_is_written,
+from tests.conftest import (SHARED, SP8K_MODEL, TOOLS, damage_checkpoint, kill_once_a_checkpoint_is_written,
                             requires_shared, run_tool, write)
 from tests.tasks.classification.glue_data import GLUE_FILES, glue_dir, write_glue_data  # noqa: F401 (a fixture)
 from tests.conftest import read_tsv
@@ -39,7 +38,6 @@ TWEETS = os.path.join(SHARED, "finetune", "tweets_GroundTruth.tsv")
 SEQ = 32
 CONFIG = dict(vocab_size=8000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
               embedding_size=16, max_position_embeddings=SEQ)
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "strategy_worker.py")
 ONE_DEVICE = distribution.get_strategy("one_device")
 
 
@@ -218,56 +216,6 @@ def test_evaluation_pads_to_whole_global_batches_with_weight_zero():
   np.testing.assert_array_equal(weights, [1, 1, 1, 1, 1, 0, 0, 0])
   np.testing.assert_array_equal(np.concatenate([b["example_index"] for b in batches])[:5], range(5))
   np.testing.assert_array_equal(batches[0]["inputs"]["input_type_ids"][0], [0, 0, 0, 1, 1, 0, 0, 0])
-
-
-def test_two_replicas_two_workers_and_micro_batches_equal_one_device(glue_dir, tmp_path):
-  ports = free_ports(2)
-  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-  # The workers need processes of their own; this process computes the other runs while they train.
-  # accumulated: one device, 2 micro-batches of 2, recomputed.
-  runs = {"one": ("one_device", None), "mirrored": ("mirrored", None), "accumulated": ("one_device", None)}
-  for index in range(2):
-    runs[f"worker{index}"] = ("multi_worker_mirrored",
-                              json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-  processes = {}
-  for name, (strategy_type, tf_config) in runs.items():
-    output_dir = tmp_path / ("workers" if tf_config else name)
-    memory = dict(gradient_accumulation_steps=2, recompute_grad=True) if name == "accumulated" else {}
-    run_options = options(glue_dir, output_dir, train_batch_size=4, eval_batch_size=4, predict_batch_size=2,
-                          train_step=3, save_checkpoints_steps=3, iterations_per_loop=3, dropout_prob=0.0, **memory)
-    strategy_worker.write_options(tmp_path / f"{name}.json", run_options, task_name="mnli-mm")
-    if tf_config:
-      # A file, not a pipe: a full pipe would stall the process while this one computes.
-      with open(tmp_path / f"{name}.log", "w") as log:
-        processes[name] = subprocess.Popen(
-            [sys.executable, WORKER, "classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"),
-             f"--strategy_type={strategy_type}"], stdout=log, stderr=subprocess.STDOUT,
-            env=dict(os.environ, TF_CONFIG=tf_config))
-  for name, (strategy_type, tf_config) in runs.items():
-    if not tf_config:
-      strategy_worker.main("classifier", str(tmp_path / f"{name}.json"), str(tmp_path / f"{name}.npz"),
-                           strategy_type)
-  for name, process in processes.items():
-    process.wait(timeout=600)
-    assert process.returncode == 0, (tmp_path / f"{name}.log").read_text()
-  one = np.load(tmp_path / "one.npz")
-  assert int(one["replicas"]) == 1
-  for name in ("mirrored", "worker0", "worker1", "accumulated"):
-    other = np.load(tmp_path / f"{name}.npz")
-    assert int(other["replicas"]) == (1 if name == "accumulated" else 2)
-    assert float(one["loss"]) == pytest.approx(float(other["loss"]), abs=1e-5)
-    # Predictions come back in example order whatever the replica or worker that computed them.
-    np.testing.assert_allclose(one["test_outputs"], other["test_outputs"], atol=1e-5)
-    assert float(one["eval_accuracy"]) == float(other["eval_accuracy"])
-    for key in one.files:
-      if key.startswith("w"):
-        np.testing.assert_allclose(one[key], other[key], atol=1e-5, err_msg=f"{name} {key}")
-  # Each host read its own share of the examples: over an epoch, the two together read each one once.
-  shares = [list(np.load(tmp_path / f"worker{index}.npz")["epoch_examples"]) for index in range(2)]
-  num_examples = len(GLUE_FILES["MNLI/train.tsv"]) - 1  # after its header
-  assert shares[0] and shares[1] and sorted(shares[0] + shares[1]) == list(range(num_examples))
-  assert "accuracy = " in (tmp_path / "workers" / run_directory.EVAL_RESULTS).read_text()
-  assert not [name for name in os.listdir(tmp_path / "workers") if name.startswith(".worker")]
 
 
 @pytest.fixture(scope="module")
@@ -610,7 +558,7 @@ def classifier_tool_flags(root, output_dir):
   return ["--task_name=MRPC", "--dropout_prob=0", f"--data_dir={root / 'glue_data'}", f"--output_dir={output_dir}",
           f"--albert_config_file={root / 'config.json'}", f"--spm_model_file={SP8K_MODEL}",
           f"--max_seq_length={SEQ}", "--do_train", "--do_eval", "--train_batch_size=2", "--eval_batch_size=2",
-          "--train_step=20", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
+          "--train_step=10", "--save_checkpoints_steps=5", "--iterations_per_loop=1", "--keep_checkpoint_max=20",
           "--learning_rate=1e-3"]
 
 
@@ -631,7 +579,7 @@ def classifier_tool_run(tmp_path_factory):
 
 def test_run_classifier_tool_trains_evaluates_predicts_and_exports(classifier_tool_run):
   root, result = classifier_tool_run
-  assert "step 20/20 | loss" in result.stderr and "examples/s | ETA" in result.stderr
+  assert "step 10/10 | loss" in result.stderr and "examples/s | ETA" in result.stderr
   assert "f1 = " in (root / "straight" / run_directory.EVAL_RESULTS).read_text()
   assert len(read_tsv(root / "straight" / finetuning_objectives.SUBMIT_RESULTS)) == 2
   assert os.listdir(root / "straight" / "train") and os.listdir(root / "straight" / "eval")  # TensorBoard
@@ -646,12 +594,12 @@ def test_kill_9_then_rerun_ends_with_the_uninterrupted_run(classifier_tool_run):
   root, _ = classifier_tool_run
   killed_dir = root / "killed"
   kill_once_a_checkpoint_is_written([sys.executable, os.path.join(TOOLS, "run_classifier.py"),
-                                     *classifier_tool_flags(root, killed_dir)], killed_dir, "model.ckpt-20")
+                                     *classifier_tool_flags(root, killed_dir)], killed_dir, "model.ckpt-10")
   resumed = run_tool("run_classifier", *classifier_tool_flags(root, killed_dir))
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert re.search(r"Resuming from .*model\.ckpt-\d+ at step \d+", resumed.stderr)
-  expected, actual = checkpoint_weights(root / "straight" / "model.ckpt-20"), checkpoint_weights(
-      killed_dir / "model.ckpt-20")
+  expected, actual = checkpoint_weights(root / "straight" / "model.ckpt-10"), checkpoint_weights(
+      killed_dir / "model.ckpt-10")
   assert expected.keys() == actual.keys() and expected
   for key, value in expected.items():
     np.testing.assert_allclose(actual[key], value, atol=1e-6, rtol=0, err_msg=key)

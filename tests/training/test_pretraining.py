@@ -1,4 +1,5 @@
-"""run_pretraining: global-batch loss, distribution, exact resume, eval, and bad input."""
+"""run_pretraining: global-batch loss, distribution, exact resume, eval, and bad input. Fine-tuning's replicas and
+workers are tested here too, on pretraining's pair of worker processes."""
 
 import dataclasses
 import json
@@ -17,11 +18,12 @@ from albert_tf.data import pretraining_dataset, pretraining_writer
 from albert_tf.data.instances import InstanceOptions
 from albert_tf.errors import CheckpointMismatchError, OptionError, TrainingError
 from albert_tf.modeling import checkpoints as checkpoint_lib
-from albert_tf.training import distribution, pretraining, run_directory
+from albert_tf.training import distribution, finetuning, pretraining, run_directory
 from albert_tf.training.pretraining_objective import PretrainingObjective
 import albert_tf
 from tests.conftest import (REPO, SHARED, SP8K_MODEL, assert_same_pretrainer_weights, damage_checkpoint, free_ports,
                             requires_shared, run_tool)
+from tests.tasks.classification.glue_data import GLUE_FILES, write_glue_data
 from tests.training import strategy_worker
 
 pytestmark = requires_shared(SP8K_MODEL)
@@ -72,26 +74,55 @@ def options_file(tmp_path, name, run_options):
   return strategy_worker.write_options(tmp_path / f"{name}.json", run_options)
 
 
-def run_worker(tmp_path, name, run_options, *flags):
-  result_file = tmp_path / f"{name}.npz"
-  return subprocess.Popen([sys.executable, WORKER, "pretraining", options_file(tmp_path, name, run_options),
-                           str(result_file), *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True), result_file
+def classifier_options(data_dir, output_dir, **changes):
+  """3 steps of MNLI (mismatched) fine-tuning, global batch 4, with evaluation and prediction, dropout off."""
+  return finetuning.FineTuningOptions(
+      data_dir=str(data_dir), output_dir=str(output_dir), albert_config=ONE_LAYER, spm_model_file=SP8K_MODEL,
+      max_seq_length=32, do_train=True, do_eval=True, do_predict=True, train_batch_size=4, eval_batch_size=4,
+      predict_batch_size=2, learning_rate=1e-3, train_step=3, save_checkpoints_steps=3, iterations_per_loop=3,
+      dropout_prob=0.0, **changes)
 
 
-def run_here(tmp_path, name, run_options, strategy_type="one_device", input_pipelines=1):
-  """The worker's results of `run_options`, computed in this process (on one device, or on its two logical
-  CPUs with `mirrored`); the tests of workers compute their reference here while the workers run."""
-  result_file = tmp_path / f"{name}.npz"
-  strategy_worker.main("pretraining", options_file(tmp_path, name, run_options), str(result_file), strategy_type,
-                       input_pipelines)
-  return result_file
-
-
-def finish(process, timeout=600):
-  output, _ = process.communicate(timeout=timeout)
-  assert process.returncode == 0, output
-  return output
+@pytest.fixture(scope="module")
+def two_workers(records, tmp_path_factory):
+  """Two MultiWorkerMirrored worker processes (hosts on 127.0.0.1) that pretrain, then fine-tune a classifier:
+  one pair of processes for both jobs, so that each worker's TensorFlow import and cluster setup is paid once.
+  While they run, this process computes the references: pretraining on one device, and the classifier on one
+  device and on two mirrored replicas. Returns the directory of the runs and of their `<job>-<name>.npz`."""
+  root = tmp_path_factory.mktemp("two_workers")
+  cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
+  # Pretraining with evaluation after each checkpoint, which every worker must take part in. The classifier's
+  # workers split each replica's batch into 2 micro-batches, recomputed: workers and micro-batches at once.
+  jobs = ["pretraining", options_file(root, "pretraining", options(records, root / "run", do_eval=True,
+                                                                     albert_config=ONE_LAYER)),
+          "classifier", strategy_worker.write_options(
+              root / "classifier.json", classifier_options(write_glue_data(root), root / "workers",
+                                                           gradient_accumulation_steps=2, recompute_grad=True),
+              task_name="mnli-mm")]
+  processes = []
+  for index in range(2):
+    # A file, not a pipe: a full pipe would stall the process while this one computes.
+    with open(root / f"worker{index}.log", "w") as log:
+      processes.append(subprocess.Popen(
+          [sys.executable, WORKER, jobs[0], jobs[1], str(root / f"pretraining-worker{index}.npz"), jobs[2], jobs[3],
+           str(root / f"classifier-worker{index}.npz"), "--strategy_type=multi_worker_mirrored"],
+          stdout=log, stderr=subprocess.STDOUT,
+          env=dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))))
+  try:
+    # One device fed the global batches of both input pipelines (each worker reads every other file).
+    strategy_worker.main("pretraining", options_file(root, "pretraining-one_device", options(
+        records, root / "reference", albert_config=ONE_LAYER)), str(root / "pretraining-one_device.npz"),
+                         input_pipelines=2)
+    for strategy_type in ("one_device", "mirrored"):
+      strategy_worker.main("classifier", strategy_worker.write_options(
+          root / f"{strategy_type}.json", classifier_options(root / "glue_data", root / strategy_type),
+          task_name="mnli-mm"), str(root / f"classifier-{strategy_type}.npz"), strategy_type)
+  finally:
+    for process in processes:
+      process.wait(timeout=600)
+  for index, process in enumerate(processes):
+    assert process.returncode == 0, (root / f"worker{index}.log").read_text()
+  return root
 
 
 class FixedOutputs:
@@ -123,27 +154,9 @@ def test_loss_is_googles_formula():
   assert metrics["sentence_order_accuracy"] == 0.5
 
 
-def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path):
-  ports = free_ports(2)
-  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-  # With evaluation after each checkpoint, which every worker must take part in.
-  run_options = options(records, tmp_path / "run", do_eval=True, albert_config=ONE_LAYER)
-  processes = []
-  for task_id in range(2):
-    os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": task_id}})
-    try:
-      processes.append(run_worker(tmp_path, f"worker{task_id}", run_options, "--strategy_type=multi_worker_mirrored"))
-    finally:
-      del os.environ["TF_CONFIG"]
-  # One device fed the global batches of both input pipelines (each worker reads every other file).
-  try:
-    reference_result = run_here(tmp_path, "reference",
-                                options(records, tmp_path / "reference", albert_config=ONE_LAYER), input_pipelines=2)
-  finally:
-    for process, _ in processes:
-      finish(process)
-  first, second = (np.load(result) for _, result in processes)
-  one_device = np.load(reference_result)
+def test_two_multi_worker_processes_train_checkpoint_and_agree(records, two_workers):
+  first, second, one_device = (np.load(two_workers / f"pretraining-{name}.npz")
+                               for name in ("worker0", "worker1", "one_device"))
   assert int(first["replicas"]) == 2 and int(one_device["replicas"]) == 1
   assert abs(float(first["loss"]) - float(one_device["loss"])) <= 1e-5
   weights = [key for key in first.files if key.startswith("w")]
@@ -151,9 +164,9 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
   for key in weights:
     np.testing.assert_array_equal(first[key], second[key], err_msg=key)
     np.testing.assert_allclose(first[key], one_device[key], atol=1e-5, rtol=0, err_msg=key)
-  assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("model.ckpt-6")
-  assert "global_step = 6" in (tmp_path / "run" / run_directory.EVAL_RESULTS).read_text()
-  assert not [name for name in os.listdir(tmp_path / "run") if name.startswith(".worker")]
+  assert tf.train.latest_checkpoint(str(two_workers / "run")).endswith("model.ckpt-6")
+  assert "global_step = 6" in (two_workers / "run" / run_directory.EVAL_RESULTS).read_text()
+  assert not [name for name in os.listdir(two_workers / "run") if name.startswith(".worker")]
   # Each host read its own files: over an epoch, the two together read every record once.
   records_read = [record_keys(result["epoch_input_ids"], result["epoch_masked_positions"])
                   for result in (first, second)]
@@ -162,6 +175,29 @@ def test_two_multi_worker_processes_train_checkpoint_and_agree(records, tmp_path
   assert sorted(records_read[0] + records_read[1]) == sorted(record_keys(
       np.concatenate([batch["input_word_ids"] for batch in every_record]),
       np.concatenate([batch["masked_lm_positions"] for batch in every_record])))
+
+
+def test_two_replicas_two_workers_and_micro_batches_equal_one_device(two_workers):
+  """Fine-tuning: two mirrored replicas in this process, and two workers with 2 micro-batches each, against
+  one device."""
+  one = np.load(two_workers / "classifier-one_device.npz")
+  assert int(one["replicas"]) == 1
+  for name in ("mirrored", "worker0", "worker1"):
+    other = np.load(two_workers / f"classifier-{name}.npz")
+    assert int(other["replicas"]) == 2
+    assert float(one["loss"]) == pytest.approx(float(other["loss"]), abs=1e-5)
+    # Predictions come back in example order whatever the replica or worker that computed them.
+    np.testing.assert_allclose(one["test_outputs"], other["test_outputs"], atol=1e-5)
+    assert float(one["eval_accuracy"]) == float(other["eval_accuracy"])
+    for key in one.files:
+      if key.startswith("w"):
+        np.testing.assert_allclose(one[key], other[key], atol=1e-5, err_msg=f"{name} {key}")
+  # Each host read its own share of the examples: over an epoch, the two together read each one once.
+  shares = [list(np.load(two_workers / f"classifier-worker{index}.npz")["epoch_examples"]) for index in range(2)]
+  num_examples = len(GLUE_FILES["MNLI/train.tsv"]) - 1  # after its header
+  assert shares[0] and shares[1] and sorted(shares[0] + shares[1]) == list(range(num_examples))
+  assert "accuracy = " in (two_workers / "workers" / run_directory.EVAL_RESULTS).read_text()
+  assert not [name for name in os.listdir(two_workers / "workers") if name.startswith(".worker")]
 
 
 def record_keys(input_ids, masked_positions):
