@@ -70,25 +70,26 @@ def test_a_corpus_ordered_by_source_gives_shards_mixed_in_every_window(tmp_path)
 
 
 def test_record_sets_of_separate_runs_read_together_mix_in_every_batch(tmp_path):
-  """A Korean record set (2 files) and an English one (3 files), made by two runs: each of the first 200
-  batches of 64 holds both, in proportion to their sizes. A batch is 64 records of a shuffled window of 1,024
+  """A Korean record set (2 files) and an English one (3 files), made by two runs of one pass: each of the first
+  100 batches of 64 holds both, in proportion to their sizes. A batch is 64 records of a shuffled window of 1,024
   that holds each file's share of the epoch (within a record), so its Korean count follows a hypergeometric
-  law; the bound is its 1e-5 tails. (The reader this replaced read one file at a time: 184-189 of the 200
+  law; the bound is its 1e-5 tails. (The reader this replaced read one file at a time: 184-189 of 200
   batches held one set only.)"""
   from scipy import stats
   from albert_tf.data.pretraining_dataset import pretraining_dataset
   korean = [str(tmp_path / f"korean-{index}.tfrecord") for index in range(2)]
   english = [str(tmp_path / f"english-{index}.tfrecord") for index in range(3)]
-  sizes = {name: create(files, names, dupe_factor=2)["train"].instances
+  sizes = {name: create(files, names, dupe_factor=1)["train"].instances
            for name, files, names in (("korean", korean, KOREAN), ("english", english, ENGLISH))}
   share = sizes["korean"] / (sizes["korean"] + sizes["english"])
   hangul = hangul_pieces()
-  batches = pretraining_dataset(korean + english, SEQ, PREDICTIONS, batch_size=64, seed=3).take(200)
+  num_batches = 100
+  batches = pretraining_dataset(korean + english, SEQ, PREDICTIONS, batch_size=64, seed=3).take(num_batches)
   counts = np.array([is_korean(batch["input_word_ids"], batch["input_type_ids"], batch["masked_lm_positions"],
                                batch["masked_lm_ids"], batch["masked_lm_weights"], hangul).sum()
                      for batch in batches.as_numpy_iterator()])
   window_korean = round(1024 * share)
   low, high = stats.hypergeom(1024, window_korean, 64).ppf([1e-5, 1 - 1e-5])
-  assert len(counts) == 200 and sum(sizes.values()) > 200 * 64
+  assert len(counts) == num_batches and sum(sizes.values()) > num_batches * 64
   assert counts.min() >= max(1, low - 1) and counts.max() <= min(63, high + 1), (share, counts.min(), counts.max())
-  assert abs(counts.sum() / (200 * 64) - share) < 0.01, (share, counts.mean() / 64)
+  assert abs(counts.sum() / (num_batches * 64) - share) < 0.01, (share, counts.mean() / 64)

@@ -85,9 +85,10 @@ def test_unmasked_records_are_the_masked_ones_before_masking(masked_run, unmaske
 
 
 def masks_by_record(batches):
-  """{the record's unmasked ids: [(masked positions, masked input ids) each time it was read]}."""
+  """{the record's unmasked ids: [(masked positions, masked input ids) each time it was read]}, of a dataset's
+  batches or of a list of them as NumPy arrays."""
   masks = collections.defaultdict(list)
-  for batch in batches.as_numpy_iterator():
+  for batch in batches.as_numpy_iterator() if isinstance(batches, tf.data.Dataset) else batches:
     for ids, positions, labels, weights in zip(batch["input_word_ids"], batch["masked_lm_positions"],
                                                batch["masked_lm_ids"], batch["masked_lm_weights"]):
       used = weights > 0
@@ -109,7 +110,8 @@ def test_new_masks_every_epoch_the_same_for_the_same_seed(unmasked):
   # Batches of 32: fewer steps of the iterator for the same records (the masks do not depend on the batch).
   batch_size = 32
   epochs = num_records * 2 // batch_size  # two epochs, nearly
-  twice = masks_by_record(stream(records, recipe, batch_size).take(epochs))
+  two_epochs = list(stream(records, recipe, batch_size).take(epochs).as_numpy_iterator())
+  twice = masks_by_record(two_epochs)
   again = masks_by_record(stream(records, recipe, batch_size).take(epochs))
   assert twice == again
   read_twice = [masks for masks in twice.values() if len(masks) == 2]
@@ -129,7 +131,7 @@ def test_new_masks_every_epoch_the_same_for_the_same_seed(unmasked):
   # Evaluation reads training's first epoch: the same masks every time.
   evaluation = masks_by_record(stream(records, recipe, batch_size, is_training=False))
   assert evaluation == masks_by_record(stream(records, recipe, batch_size, is_training=False))
-  assert evaluation == masks_by_record(stream(records, recipe, batch_size).take(num_records // batch_size))
+  assert evaluation == masks_by_record(two_epochs[:num_records // batch_size])
 
 
 def test_a_resumed_stream_draws_the_same_masks(unmasked):

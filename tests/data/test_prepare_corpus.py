@@ -44,10 +44,15 @@ def split_back(documents, language, tmp_path):
   return scores
 
 
+# The first third of the LibreOffice help's 437 documents: a third of Kiwi's splitting time, with wider margins.
+KOREAN_DOCUMENTS = 150
+
+
 @requires_shared(CORPUS)
 @pytest.mark.parametrize("file_name, language, precision, recall", [
-    # Measured: Kiwi 0.978 / 0.920 on the LibreOffice help, sentencex 0.972 / 0.844 on Wikipedia; the files'
-    # lines are not all sentences (headings, "Title is:" lines), so neither can reach 1.
+    # Measured: Kiwi 0.983 / 0.927 on the first 150 documents of the LibreOffice help (0.978 / 0.920 on all
+    # 437), sentencex 0.972 / 0.844 on Wikipedia; the files' lines are not all sentences (headings, "Title is:"
+    # lines), so neither can reach 1.
     ("ko_libreoffice_help.txt", "ko", 0.97, 0.91),
     ("en_wiki.txt", "en", 0.96, 0.83),
     # The issue's hard cases, labelled by hand: no space after -다., quotes ending in 요."라고, numbered
@@ -58,6 +63,8 @@ def split_back(documents, language, tmp_path):
 def test_paragraphs_of_real_text_come_back_split(tmp_path, file_name, language, precision, recall):
   path = os.path.join(HARD_CASES if file_name.startswith("sentence_boundaries") else CORPUS, file_name)
   documents = list(read_documents(path))
+  if file_name == "ko_libreoffice_help.txt":
+    documents = documents[:KOREAN_DOCUMENTS]
   scores = split_back(documents, language, tmp_path)
   assert scores.precision >= precision and scores.recall >= recall, scores
 
