@@ -1,6 +1,7 @@
 """Shared fixtures: tiny configs, deterministic random weights, and the shared corpora."""
 
 import contextlib
+import gc
 import importlib.util
 import io
 import itertools
@@ -34,6 +35,13 @@ tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU"
 import albert_tf
 from albert_tf import files as albert_files
 from albert_tf.modeling import checkpoints as checkpoint_lib
+
+# Tracing a tf.function allocates millions of small objects, and Python's default collector scans the young ones
+# every 700 allocations (the whole heap every 100 such scans): up to a fifth of a tool test's time (docs/
+# benchmarks.md, "The suite and CI"). A test process scans every 50,000 allocations and the whole heap rarely, and
+# never the modules imported so far (TensorFlow's). The cycles traced graphs leave are still freed.
+gc.freeze()
+gc.set_threshold(50_000, 50, 1000)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")

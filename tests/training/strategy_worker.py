@@ -4,10 +4,10 @@
       [--input_pipelines=N]
 
 A process runs its jobs one after the other on one strategy: a pair of workers pays its TensorFlow import and
-its cluster's setup once for all of them. JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields) or `classifier` (`FineTuningOptions`
-fields plus `task_name`, trained with do_eval and do_predict); albert_config is a dict. The final trainable
-weights, the last loss, what this process's input pipeline reads of the first epoch (records, or example
-indices) and, for the classifier, the dev metrics and test outputs are saved to RESULT_NPZ.
+its cluster's setup once for all of them. JOB is `pretraining` (OPTIONS_JSON holds `PretrainingOptions` fields)
+or `classifier` (`FineTuningOptions` fields plus `task_name`, trained with do_eval and do_predict); albert_config
+is a dict. The final trainable weights, the last loss, what this process's input pipeline reads of the first epoch
+(records, or example indices) and, for the classifier, the dev metrics and test outputs are saved to RESULT_NPZ.
 `--input_pipelines=N` (pretraining on one device) feeds each step the global batch that N input pipelines
 (hosts) would deliver together: the one-device twin of an N-worker run. In a test's process (conftest gives it
 two logical CPUs), `strategy_type="mirrored"` runs two replicas.
