@@ -15,10 +15,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.errors import TaskError
 from albert_tf.modeling import task_heads
+from albert_tf.modeling.weight_names import named_weights
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
-from tests.conftest import REPO, SHARED, SP8K_MODEL, python_pack, requires_shared, run_tool, write_config
+from tests.conftest import (REPO, SHARED, SP8K_MODEL, python_pack, requires_shared, run_tool, tiny_config,
+                            write_config)
 
 PAGE = os.path.join(REPO, "docs", "adding-a-task.md")
 PACKAGE = "language_id"
@@ -156,9 +159,6 @@ def test_every_task_model_is_importable_from_the_package(language_id):
 
 
 def test_the_defaults_name_the_heads_weights_and_refuse_a_run_of_another_task(language_id):
-  from albert_tf.errors import TaskError
-  from albert_tf.modeling.weight_names import named_weights
-  from tests.conftest import tiny_config
   model = language_id.model.AlbertLanguageIdentifier(tiny_config())
   model(model.dummy_inputs(), training=False)
   named = named_weights(model)

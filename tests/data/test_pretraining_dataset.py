@@ -69,9 +69,14 @@ def dataset(patterns, batch_size, **kwargs):
   return pretraining_dataset(patterns, SEQ_LENGTH, MAX_PREDICTIONS, batch_size, **kwargs)
 
 
+def ids_of_batches(batches):
+  """The record id (its first input id) of every row of NumPy batches, in order."""
+  return [int(i) for batch in batches for i in batch["input_word_ids"][:, 0]]
+
+
 def record_ids(ds, num_batches=None):
   batches = ds.take(num_batches) if num_batches else ds
-  return [int(i) for batch in batches.as_numpy_iterator() for i in batch["input_word_ids"][:, 0]]
+  return ids_of_batches(batches.as_numpy_iterator())
 
 
 def test_static_shapes_dtypes_and_values(tmp_path):
@@ -121,7 +126,7 @@ def test_same_seed_same_batches_other_seed_differs(tmp_path):
     for name in ours:
       np.testing.assert_array_equal(ours[name], theirs[name])
   other = record_ids(dataset(files, batch_size=4, seed=8, shuffle_window=4), num_batches=10)
-  assert [int(i) for batch in first for i in batch["input_word_ids"][:, 0]] != other
+  assert ids_of_batches(first) != other
 
 
 def all_records(sizes):

@@ -201,11 +201,12 @@ def test_statistics_match_google(tmp_path, corpus, masking):
     ours = record_stats(outputs)
   else:
     counts = count_records(outputs)
+    num_records = sum(counts.values())
     recipe = check_pretraining_records(outputs, 128, 20).masking_recipe
     batches = pretraining_dataset(outputs, 128, 20, batch_size=64, seed=5, record_counts=counts,
-                                  masking_recipe=recipe).take(sum(counts.values()) // 64)
+                                  masking_recipe=recipe).take(num_records // 64)
     ours = record_stats(None, batches=batches.as_numpy_iterator())
-    ours["instances"] = sum(counts.values())  # the passes written (the last partial batch is not read)
+    ours["instances"] = num_records  # the passes written (the last partial batch is not read)
   assert_matches_google(ours, GOOGLE[corpus], passes=DYNAMIC_PASSES if dynamic else PASSES[corpus])
 
 

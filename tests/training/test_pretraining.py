@@ -93,19 +93,20 @@ def two_workers(records, tmp_path_factory):
   cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
   # Pretraining with evaluation after each checkpoint, which every worker must take part in. The classifier's
   # workers split each replica's batch into 2 micro-batches, recomputed: workers and micro-batches at once.
-  jobs = ["pretraining", options_file(root, "pretraining", options(records, root / "run", do_eval=True,
-                                                                     albert_config=ONE_LAYER)),
-          "classifier", strategy_worker.write_options(
-              root / "classifier.json", classifier_options(write_glue_data(root), root / "workers",
-                                                           gradient_accumulation_steps=2, recompute_grad=True),
-              task_name="mnli-mm")]
+  data_dir = write_glue_data(root)
+  jobs = {"pretraining": options_file(root, "pretraining", options(records, root / "run", do_eval=True,
+                                                                   albert_config=ONE_LAYER)),
+          "classifier": strategy_worker.write_options(
+              root / "classifier.json", classifier_options(data_dir, root / "workers", gradient_accumulation_steps=2,
+                                                           recompute_grad=True), task_name="mnli-mm")}
   processes = []
   for index in range(2):
+    job_arguments = [argument for job, options_json in jobs.items()
+                     for argument in (job, options_json, str(root / f"{job}-worker{index}.npz"))]
     # A file, not a pipe: a full pipe would stall the process while this one computes.
     with open(root / f"worker{index}.log", "w") as log:
       processes.append(subprocess.Popen(
-          [sys.executable, WORKER, jobs[0], jobs[1], str(root / f"pretraining-worker{index}.npz"), jobs[2], jobs[3],
-           str(root / f"classifier-worker{index}.npz"), "--strategy_type=multi_worker_mirrored"],
+          [sys.executable, WORKER, *job_arguments, "--strategy_type=multi_worker_mirrored"],
           stdout=log, stderr=subprocess.STDOUT,
           env=dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))))
   try:
@@ -115,7 +116,7 @@ def two_workers(records, tmp_path_factory):
                          input_pipelines=2)
     for strategy_type in ("one_device", "mirrored"):
       strategy_worker.main("classifier", strategy_worker.write_options(
-          root / f"{strategy_type}.json", classifier_options(root / "glue_data", root / strategy_type),
+          root / f"{strategy_type}.json", classifier_options(data_dir, root / strategy_type),
           task_name="mnli-mm"), str(root / f"classifier-{strategy_type}.npz"), strategy_type)
   finally:
     for process in processes:
