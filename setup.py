@@ -9,7 +9,7 @@ TOOLS = ("prepare_corpus", "create_pretraining_data", "run_pretraining", "run_cl
          "run_squad_v2", "run_race", "train_sentence_encoder", "train_sentencepiece", "vocab_report", "extend_vocab",
          "evaluate_sts", "convert_checkpoint", "export_hf", "export_saved_model", "export_tfhub", "export_onnx",
          "run_token_classification", "run_dependency_parsing",
-         "run_dialogue_state_tracking")
+         "run_dialogue_state_tracking", "run_klue")
 
 # Apache Beam, for create_pretraining_data --runner (Dataflow, Flink, Spark, the DirectRunner); [gcp] for
 # Dataflow and gs://.

@@ -13,13 +13,13 @@ import os
 import signal
 import sys
 import tempfile
-from typing import Sequence
+from typing import Callable, Sequence
 
 from absl import app
 from absl import flags
 from absl import logging as absl_logging
 
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, OptionError
 
 
 def _debug_verbosity(argv) -> bool:
@@ -207,14 +207,47 @@ def run_in_process(module_spec, argv: Sequence[str]) -> int:
   same tool twice does. Bad input gives our `error:` line and status 2, a usage error absl's message and 1, as in a
   new process; any other exception (a bug) propagates with its traceback.
   """
+
+  def load_and_run():
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    module.run()
+
+  return _exit_status_in_process(module_spec.origin, argv, load_and_run)
+
+
+def run_command_in_process(define_flags: Callable[[], None], main: Callable, argv: Sequence[str],
+                           usage: str | None = None) -> int:
+  """Runs the command of `define_flags` and `main` (as a task package's `command` module has them) in this
+  process, as `run_in_process` runs a tool: its flags in a registry of their own, its exit status returned."""
+
+  def define_and_run():
+    define_flags()
+    run(main, usage)
+
+  return _exit_status_in_process(argv[0], argv, define_and_run)
+
+
+def check_command_line(define_flags: Callable[[], None], argv: Sequence[str]) -> None:
+  """Parses `argv` with the flags of `define_flags` (in a registry of their own) and raises an OptionError with
+  absl's message if it would not parse: an unknown flag, a bad value, a required flag missing. Nothing runs."""
+  with _fresh_flag_registry():
+    define_flags()
+    try:
+      flags.FLAGS(list(argv))
+      flags.FLAGS.validate_all_flags()
+    except flags.Error as error:
+      raise OptionError(str(error)) from None
+
+
+def _exit_status_in_process(program: str, argv: Sequence[str], call: Callable[[], None]) -> int:
+  """`call()` with `sys.argv` set to `program` and `argv[1:]`, in a flag registry of its own; its exit status."""
   app.define_help_flags()  # once per process, in its own registry (as app.run does), so every run has --helpfull
   saved_argv = sys.argv
-  sys.argv = [module_spec.origin, *argv[1:]]
+  sys.argv = [program, *argv[1:]]
   try:
     with _fresh_flag_registry():
-      module = importlib.util.module_from_spec(module_spec)
-      module_spec.loader.exec_module(module)
-      module.run()
+      call()
   except SystemExit as exit_:
     if isinstance(exit_.code, str):  # sys.exit("message"): Python prints it and exits with 1
       print(exit_.code, file=sys.stderr)

@@ -110,6 +110,12 @@ def has_checkpoints(output_dir: str) -> bool:
   return bool(_run_checkpoints(output_dir))
 
 
+def checkpointed_step(output_dir: str) -> int:
+  """The step of the run's newest checkpoint, where a resume starts (0 without one)."""
+  prefixes = _run_checkpoints(output_dir) if files.is_folder(output_dir) else []
+  return max((checkpoint_lib.checkpoint_number(prefix + ".index") for prefix in prefixes), default=0)
+
+
 def restore_latest(output_dir: str, model, checkpoint: tf.train.Checkpoint) -> Optional[str]:
   """Restores the run state of the latest complete checkpoint in `output_dir`; returns its prefix (None if the
   directory holds no checkpoint).
@@ -191,16 +197,25 @@ def write_eval_results(output_dir: str, metrics: Dict[str, float], summary_names
         flush=True)
 
 
-def last_evaluated_step(output_dir: str) -> Optional[int]:
-  """The `global_step` of `eval_results.txt`: the last checkpoint scored (None before any evaluation)."""
+def read_eval_results(output_dir: str) -> Dict[str, float]:
+  """Every `name = value` of `eval_results.txt` (the last evaluation written), numbers as written; {} before any
+  evaluation. Lines that are not numbers (an earlier version's text) are left out."""
   path = os.path.join(output_dir, EVAL_RESULTS)
   if not files.exists(path):
-    return None
+    return {}
+  results = {}
   for _, line in files.read_utf8_lines(path):
-    name, _, value = line.partition(" = ")
-    if name == "global_step":
-      return int(value)
-  return None
+    name, _, value = line.strip().partition(" = ")
+    try:
+      results[name] = int(value) if value.lstrip("-").isdigit() else float(value)
+    except ValueError:
+      continue
+  return results
+
+
+def last_evaluated_step(output_dir: str) -> Optional[int]:
+  """The `global_step` of `eval_results.txt`: the last checkpoint scored (None before any evaluation)."""
+  return read_eval_results(output_dir).get("global_step")
 
 
 def awaits_evaluation(output_dir: str, restored_from: Optional[str], step: int) -> bool:

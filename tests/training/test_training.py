@@ -295,6 +295,7 @@ def test_last_evaluated_step_and_best_info_read_what_evaluation_wrote(where, tmp
   metrics = {"global_step": 12, "accuracy": 0.5, "loss": 0.7}
   run_directory.write_eval_results(output_dir, metrics, ["accuracy"])
   assert run_directory.last_evaluated_step(output_dir) == 12
+  assert run_directory.read_eval_results(output_dir) == metrics  # what run_klue's table reads
   eval_results = f"{output_dir}/{run_directory.EVAL_RESULTS}"
   assert files.read_text(eval_results) == "accuracy = 0.5\nglobal_step = 12\nloss = 0.7\n"
   assert not run_directory.awaits_evaluation(output_dir, "model.ckpt-12", 12)  # scored before the stop

@@ -1,0 +1,184 @@
+"""run_klue: every KLUE task (and KorQuAD 1.0) with two seeds on a data root in the official layout, killed in the
+middle of a task and resumed, and the table checked against each run's own eval_results.txt; recipes, missing data
+and bad input."""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+import albert_tf
+from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.tasks.klue import recipes
+from albert_tf.training import run_directory
+from tests.conftest import SP8K_MODEL, TOOLS, padded_batch, run_tool, tiny_config
+from tests.tasks.klue.klue_data import write_klue_root
+
+# Every task's recipe, shrunk to seconds: 4 examples a batch, one epoch (YNAT two, so that the kill finds a run
+# between its checkpoints), 128 pieces.
+SHRUNK = ("--seeds=2", "--set=train_batch_size=4", "--set=eval_batch_size=8", "--set=max_seq_length=128",
+          "--set=num_train_epochs=1", "--set=ynat.num_train_epochs=2")
+
+
+@pytest.fixture(scope="module")
+def klue_job(tmp_path_factory):
+  """A data root of every task (about 1% of the docs' sizes) and a small pretrained checkpoint folder."""
+  folder = tmp_path_factory.mktemp("klue")
+  data = write_klue_root(folder / "data", scale=0.01)
+  model_dir = folder / "albert"
+  model_dir.mkdir()
+  config = tiny_config(vocab_size=8000, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=64, max_position_embeddings=128)
+  config.to_json_file(str(model_dir / "albert_config.json"))
+  shutil.copy(SP8K_MODEL, model_dir / "spiece.model")
+  pretrainer = albert_tf.AlbertPretrainer(config)
+  pretrainer(padded_batch(config.vocab_size))
+  checkpoint_lib.save_checkpoint(pretrainer, str(model_dir / "model.ckpt"))
+  return folder, data, model_dir
+
+
+def job_flags(data, model_dir, output_dir, *extra):
+  return (f"--data_dir={data}", f"--output_dir={output_dir}", f"--init_checkpoint={model_dir}", *SHRUNK, *extra)
+
+
+def kill_in_the_middle_of(command, run_dir):
+  """Starts `command` and kills it (SIGKILL) once `run_dir` has its first checkpoint, before the run finishes."""
+  process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + 300
+  while not (run_dir / "checkpoint").exists() and process.poll() is None and time.time() < deadline:
+    time.sleep(0.01)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not (run_dir / "finished.json").exists(), "the run finished before it could be killed"
+
+
+def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_each_runs_eval_results(klue_job):
+  folder, data, model_dir = klue_job
+  job = folder / "job"
+  flags = job_flags(data, model_dir, job)
+  # Killed while YNAT's second seed is between its two checkpoints (its first seed finished).
+  kill_in_the_middle_of([sys.executable, os.path.join(TOOLS, "run_klue.py"), *flags], job / "ynat" / "seed-2")
+  first_seed = job / "ynat" / "seed-1"
+  assert (first_seed / "finished.json").exists()
+  finished_before = {name: (first_seed / name).stat().st_mtime_ns for name in ("finished.json", "eval_results.txt")}
+
+  result = run_tool("run_klue", *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "ynat seed 1: finished before" in result.stderr
+  assert {name: (first_seed / name).stat().st_mtime_ns for name in finished_before} == finished_before
+  assert "ynat seed 2: resuming at step 3 " in result.stderr  # 15 examples / 4 a batch × 2 epochs: 7 steps, saved at 3
+  assert "Resuming from" in (job / "ynat" / "seed-2" / "log.txt").read_text(encoding="utf-8")
+  progress = [line for line in result.stderr.splitlines() if line.startswith("klue run ")]
+  assert progress[-1].startswith("klue run 18/18 | korquad1 seed 2: done") and progress[-1].endswith("ETA 00:00:00")
+  assert any(" | nli seed 1: step " in line and " | job step " in line for line in progress)
+
+  table = json.loads((job / "klue_results.json").read_text(encoding="utf-8"))
+  assert [task["task"] for task in table["tasks"]] == [recipe.name for recipe in recipes.RECIPES]
+  with open(job / "klue_results.csv", encoding="utf-8") as reader:
+    csv_rows = {(row["task"], row["metric"]): row for row in csv.DictReader(reader)}
+  markdown = (job / "klue_results.md").read_text(encoding="utf-8")
+  for task, recipe in zip(table["tasks"], recipes.RECIPES):
+    assert [metric["metric"] for metric in task["metrics"]] == [name for name, _ in recipe.metrics]
+    runs = {seed: run_directory.read_eval_results(str(job / recipe.name / f"seed-{seed}")) for seed in (1, 2)}
+    for metric in task["metrics"]:
+      values = [runs[seed][metric["metric"]] for seed in (1, 2)]
+      assert [metric["seeds"][str(seed)] for seed in (1, 2)] == values  # each run's own eval_results.txt
+      assert metric["mean"] == statistics.fmean(values) and metric["std"] == statistics.stdev(values)
+      row = csv_rows[(recipe.name, metric["metric"])]
+      assert [float(row["seed 1"]), float(row["seed 2"]), float(row["mean"])] == [*values, metric["mean"]]
+      assert f"| {metric['mean']:.4f} ± {metric['std']:.4f} | {values[0]:.4f} | {values[1]:.4f} |" in markdown
+    best = max((1, 2), key=lambda seed: runs[seed][recipe.primary_metric])
+    assert task["best_seed"] == best
+    assert os.path.exists(task["best_checkpoint"] + ".index")
+    # The table is the best checkpoint's: eval_results.txt ends at model.ckpt-best's step.
+    for seed in (1, 2):
+      run_dir = str(job / recipe.name / f"seed-{seed}")
+      assert runs[seed]["global_step"] == run_directory.read_best_info(run_dir)["global_step"]
+
+  # Run again: nothing to do; the table stays.
+  before = markdown
+  result = run_tool("run_klue", *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stderr.count(": finished before") == 18 and "starting" not in result.stderr
+  assert (job / "klue_results.md").read_text(encoding="utf-8") == before
+
+  # A changed recipe is refused before any work, naming the change and the way to start again.
+  result = run_tool("run_klue", *flags, "--set=nli.learning_rate=1e-3")
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"error: nli's recipe changed since its runs in {job / 'nli'} (--learning_rate=5e-05 → (none); (none) → "
+      "--learning_rate=1e-3): pass --restart=nli to start the task again (its runs are removed), or choose another "
+      "--output_dir.")
+
+  # On request, YNAT's best checkpoint (its best seed) exported, once.
+  export_dir = folder / "serving"
+  result = run_tool("run_klue", *flags, "--tasks=ynat", f"--export_dir={export_dir}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  ynat = table["tasks"][0]
+  assert f"Exported ynat's best checkpoint (seed {ynat['best_seed']}) to {export_dir / 'ynat'}" in result.stderr
+  assert (export_dir / "ynat" / "1" / "saved_model.pb").exists()
+  result = run_tool("run_klue", *flags, "--tasks=ynat", f"--export_dir={export_dir}")
+  assert result.returncode == 0 and "Exported" not in result.stderr
+  assert sorted(os.listdir(export_dir / "ynat")) == ["1"]
+
+
+def test_tasks_without_files_are_skipped_each_with_a_line_and_a_named_one_is_an_error(klue_job, tmp_path):
+  folder, data, model_dir = klue_job
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  result = run_tool("run_klue", *job_flags(empty, model_dir, tmp_path / "job"))
+  assert result.returncode == 2
+  lines = result.stderr.strip().splitlines()
+  assert lines[:-1] == [f"Skipping {recipe.name}: no {recipe.missing_files(str(empty))}." for recipe in recipes.RECIPES]
+  assert lines[-1].startswith(f"error: --data_dir {empty} holds no task's files")
+  # A task named in --tasks without its files: an error before any work.
+  partial = tmp_path / "partial"
+  shutil.copytree(data / "klue-nli-v1.1", partial / "klue-nli-v1.1")
+  result = run_tool("run_klue", *job_flags(partial, model_dir, tmp_path / "job"), "--tasks=nli,wos")
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines() == [
+      f"error: --tasks names wos, whose files are not there: {recipes.RECIPES_BY_NAME['wos'].missing_files(str(partial))}."]
+  assert not (tmp_path / "job").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--tasks=klue-nli",), "--tasks: unknown task 'klue-nli'; the tasks are ynat, sts, nli, ner, re, dp, mrc, wos, "
+                            "korquad1."),
+    (("--restart=nil",), "--restart: unknown task 'nil'"),
+    (("--seeds=0",), "--seeds=0 must be 1 or more."),
+    (("--set=learning_rate",), "--set learning_rate: write name=value (every task) or task.name=value"),
+    (("--set=nl.learning_rate=1e-3",), "--set nl.learning_rate=1e-3: write name=value"),
+    (("--set=nli.num_train_epochs=two",), "--set nli.num_train_epochs=two: a number is needed."),
+    (("--set=nli.learning_rat=1e-3",), "Unknown command line flag 'learning_rat'"),
+    (("--set=wos.max_words=64",), "Unknown command line flag 'max_words'"),
+])
+def test_bad_options_are_one_error_line_before_any_work(klue_job, tmp_path, extra, message):
+  _, data, model_dir = klue_job
+  result = run_tool("run_klue", *job_flags(data, model_dir, tmp_path / "job"), *extra)
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+  assert message in result.stderr
+  assert not (tmp_path / "job").exists()
+
+
+def test_an_output_dir_of_other_files_and_a_missing_model_are_refused(klue_job, tmp_path):
+  _, data, model_dir = klue_job
+  occupied = tmp_path / "occupied"
+  occupied.mkdir()
+  (occupied / "notes.txt").write_text("mine", encoding="utf-8")
+  result = run_tool("run_klue", *job_flags(data, model_dir, occupied))
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"error: --output_dir {occupied} holds notes.txt, which no KLUE job writes: choose a new folder or one of an "
+      "earlier run_klue job (nothing was written).")
+  assert os.listdir(occupied) == ["notes.txt"]
+  result = run_tool("run_klue", *job_flags(data, tmp_path / "no_model", tmp_path / "job"))
+  assert result.returncode == 2 and "no_model" in result.stderr.strip().splitlines()[-1]
+  assert not (tmp_path / "job").exists()
