@@ -133,11 +133,14 @@ def _break(document, problem):
   elif problem == "no_guid":
     del answerable["guid"]
     return "qas[0]"
+  elif problem == "duplicate_guid":  # one prediction would answer both
+    answerable["guid"] = impossible["guid"]
   return (impossible if problem in ("impossible_with_answers", "plausible_answer_start") else answerable)["guid"]
 
 
 @pytest.mark.parametrize("problem", ["question_type", "impossible_with_answers", "possible_without_answers",
-                                     "answer_start", "plausible_answer_start", "no_is_impossible", "no_guid"])
+                                     "answer_start", "plausible_answer_start", "no_is_impossible", "no_guid",
+                                     "duplicate_guid"])
 @pytest.mark.parametrize("split", ["train", "dev"])
 def test_klue_mrc_bad_input_is_one_error_naming_the_file_and_question(tmp_path, problem, split):
   train = tmp_path / "klue-mrc-v1.1_train.json"
@@ -160,7 +163,8 @@ def test_klue_mrc_bad_input_is_one_error_naming_the_file_and_question(tmp_path, 
   expected = {"question_type": '"question_type": 4', "impossible_with_answers": '"is_impossible": true and 1 answers',
               "possible_without_answers": '"is_impossible": false and 0 answers',
               "answer_start": "the answers text", "plausible_answer_start": "the plausible_answers text",
-              "no_is_impossible": 'no "is_impossible"', "no_guid": 'no "guid" string'}[problem]
+              "no_is_impossible": 'no "is_impossible"', "no_guid": 'no "guid" string',
+              "duplicate_guid": "is there twice"}[problem]
   assert expected in lines[-1], lines[-1]
   assert not (tmp_path / "run").exists()
 
