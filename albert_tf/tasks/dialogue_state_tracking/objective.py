@@ -24,6 +24,8 @@ PREDICTIONS = "state_predictions.json"
 # KLUE's test labels are not public: the test split reads the dev file when there is no test file.
 SPLIT_FILES = {"train": ("wos-v1.1_train.json",), "dev": ("wos-v1.1_dev.json",),
                "test": ("wos-v1.1_test.json", "wos-v1.1_dev.json")}
+# A file as --data_dir would be read as the train and the dev split, the best checkpoint chosen on training turns.
+DATA_DIR_HOLDS = f"wos-v1.1_train.json, wos-v1.1_dev.json and {ONTOLOGY_FILE}"
 
 
 def predicted_state(ontology: data.Ontology, value_ids) -> List[str]:
@@ -89,7 +91,7 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
       self.value_piece_ids, self.slot_piece_ids = values, slots
 
   def read_examples(self, data_dir: str, split: str) -> List[data.TurnExample]:
-    path = find_split_file(data_dir, split, SPLIT_FILES[split], data.TASK_NAME)
+    path = find_split_file(data_dir, split, SPLIT_FILES[split], data.TASK_NAME, DATA_DIR_HOLDS)
     ontology_file = self.ontology_file or os.path.join(os.path.dirname(path), ONTOLOGY_FILE)
     self._set_ontology(data.read_ontology(ontology_file), f"The ontology {ontology_file}")
     return data.read_dialogues(path, self.ontology)

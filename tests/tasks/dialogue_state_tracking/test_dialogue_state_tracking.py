@@ -118,6 +118,21 @@ def test_the_tool_refuses_bad_dialogues_with_one_line_naming_file_dialogue_and_t
   assert not (tmp_path / "run").exists()
 
 
+def test_the_tool_refuses_a_dialogue_file_as_data_dir(tmp_path):
+  # Read as the train and the dev split, it would choose the best checkpoint on training dialogues.
+  train = os.path.join(write_wos(str(tmp_path / "data"), 3, 2, seed=5, slots=LEARNED_SLOTS), "wos-v1.1_train.json")
+  config = tmp_path / "albert_config.json"
+  tiny_config(**CONFIG).to_json_file(str(config))
+  result = run_tool("run_dialogue_state_tracking", "--task_name=wos", f"--data_dir={train}",
+                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config}",
+                    f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=64", "--train_step=2")
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"error: --data_dir {train} is a file; --task_name=wos reads a folder: the one that holds "
+      "wos-v1.1_train.json, wos-v1.1_dev.json and ontology.json."), result.stderr[-2000:]
+  assert not (tmp_path / "run").exists()
+
+
 def test_slot_f1_follows_trades_rules_for_empty_states():
   assert metrics.turn_slot_f1([], []) == 1.0
   assert metrics.turn_slot_f1(["a-b-c"], []) == 0.0
