@@ -215,6 +215,13 @@ def test_the_objective_refuses_a_run_of_other_data(tokenizer, klue_dev):
     objective.learn_from_train(klue_dev[:10])
   with pytest.raises(TaskError, match="relations and tags are unknown"):
     DependencyParsingObjective(tokenizer, "conllu").build_model(tiny_config(), 0.1)
+  # A resumed run's scores, which choose model.ckpt-best, must all be over the same words.
+  run = {"task": "dependency_parsing", "format": "klue-dp", "label_list": list(data.KLUE_DP_LABELS),
+         "pos_tags": ["NNG"], "max_words": 64, "pos_embedding_size": 64}
+  with pytest.raises(TaskError, match=r"^--output_dir run was trained with --max_words=64, not 32: its checkpoints"):
+    DependencyParsingObjective(tokenizer, "klue-dp", max_words=32).adopt_run_info(run, "run")
+  with pytest.raises(TaskError, match=r"was trained with --pos_embedding_size=64, not 0: its weights"):
+    DependencyParsingObjective(tokenizer, "klue-dp", pos_embedding_size=0).adopt_run_info(run, "run")
 
 
 @pytest.fixture(scope="module")
