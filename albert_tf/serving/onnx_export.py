@@ -24,10 +24,11 @@ import logging
 import math
 import os
 import time
-from typing import Dict, List, Optional
+from typing import Collection, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
@@ -61,6 +62,10 @@ PROBE_TEXTS = ("Café Zürich, naïve RÉSUMÉ façade.", "대한민국의 수�
 # Names of the dynamic axes of inputs, by rank.
 _AXES = {2: ("batch", "sequence"), 3: ("batch", "options", "sequence")}
 _ID_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+# The SavedModels that do not convert, known by the text signature of their kind: a tracker's serving_default
+# looks its values up in the ontology, a parser's takes word features and decodes trees (tf2onnx fails on both).
+UNSUPPORTED_KINDS = {"track_state": "dialogue state tracker", "parse_text": "dependency parser"}
+SUPPORTED_KINDS = "encoders (pretrained or sentence encoders), classifiers, SQuAD v1 and v2 readers and RACE models"
 
 
 @dataclasses.dataclass
@@ -121,7 +126,7 @@ def check_saved_model_dir(saved_model_dir: str):
   Raises:
     InputFileError: no such folder (local or in a bucket), a file, or a folder that holds no SavedModel (an export
       directory's versions are named).
-    DataError: a SavedModel without the assets of ours.
+    DataError: a SavedModel without the assets of ours, or of a kind that does not convert (`check_model_kind`).
   """
   if not files.exists(saved_model_dir):
     raise InputFileError(f"SavedModel not found: {saved_model_dir}")
@@ -141,6 +146,21 @@ def check_saved_model_dir(saved_model_dir: str):
     if not files.file_exists(_asset(saved_model_dir, name)):
       raise DataError(f"{saved_model_dir} has no assets/{name}: not a SavedModel of albert-tf's "
                       "export_saved_model, whose tokenizer travels with it.")
+  proto = saved_model_pb2.SavedModel.FromString(files.read_bytes(f"{saved_model_dir.rstrip('/')}/saved_model.pb"))
+  check_model_kind({name for meta_graph in proto.meta_graphs for name in meta_graph.signature_def},
+                   saved_model_dir)
+
+
+def check_model_kind(signature_names: Collection[str], saved_model_dir: str):
+  """Refuses a SavedModel of a kind that does not convert (`UNSUPPORTED_KINDS`), from its signatures' names.
+
+  Raises:
+    DataError: naming the kind, its signature, and the kinds that convert.
+  """
+  for signature, kind in UNSUPPORTED_KINDS.items():
+    if signature in signature_names:
+      raise DataError(f"{saved_model_dir} is a {kind} (its {signature} signature): export_onnx does not support "
+                      f"{kind}s; it converts {SUPPORTED_KINDS}.")
 
 
 def _asset(saved_model_dir: str, name: str) -> str:
