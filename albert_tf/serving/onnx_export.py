@@ -33,6 +33,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop import hf_tokenizer
+from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -62,11 +63,6 @@ PROBE_TEXTS = ("Café Zürich, naïve RÉSUMÉ façade.", "대한민국의 수�
 # Names of the dynamic axes of inputs, by rank.
 _AXES = {2: ("batch", "sequence"), 3: ("batch", "options", "sequence")}
 _ID_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-# The SavedModels that do not convert, known by the text signature of their kind: a tracker's serving_default
-# looks its values up in the ontology, a parser's takes word features and decodes trees (tf2onnx fails on both).
-UNSUPPORTED_KINDS = {"track_state": "dialogue state tracker", "parse_text": "dependency parser"}
-SUPPORTED_KINDS = "encoders (pretrained or sentence encoders), classifiers, SQuAD v1 and v2 readers and RACE models"
-
 
 @dataclasses.dataclass
 class OnnxExport:
@@ -151,16 +147,25 @@ def check_saved_model_dir(saved_model_dir: str):
                    saved_model_dir)
 
 
+def converted_kinds() -> str:
+  """The models `export_onnx` converts, for messages: encoders and those of the heads it does not refuse."""
+  kinds = [head.description.removesuffix(" head") for head in task_heads.registered_heads()
+           if head.onnx_refusal_signature is None]
+  return f"encoders and models with a {', '.join(kinds[:-1])} or {kinds[-1]} head"
+
+
 def check_model_kind(signature_names: Collection[str], saved_model_dir: str):
-  """Refuses a SavedModel of a kind that does not convert (`UNSUPPORTED_KINDS`), from its signatures' names.
+  """Refuses a SavedModel of a task head whose `serving_default` does not convert, known by its signatures'
+  names (`TaskHead.onnx_refusal_signature`).
 
   Raises:
     DataError: naming the kind, its signature, and the kinds that convert.
   """
-  for signature, kind in UNSUPPORTED_KINDS.items():
-    if signature in signature_names:
-      raise DataError(f"{saved_model_dir} is a {kind} (its {signature} signature): export_onnx does not support "
-                      f"{kind}s; it converts {SUPPORTED_KINDS}.")
+  for head in task_heads.registered_heads():
+    if head.onnx_refusal_signature in signature_names:
+      kind = head.description.removesuffix(" head")
+      raise DataError(f"{saved_model_dir} is a {kind} (its {head.onnx_refusal_signature} signature): export_onnx "
+                      f"does not support {kind}s; it converts {converted_kinds()}.")
 
 
 def _asset(saved_model_dir: str, name: str) -> str:

@@ -320,7 +320,7 @@ def test_export_onnx_refuses_a_parser_with_one_line_before_converting(tool_run, 
   version = tool_run[0] / "export" / "1"
   assert onnx_export_refusal(version, tmp_path / "onnx") == (
       f"error: {version} is a dependency parser (its parse_text signature): export_onnx does not support "
-      f"dependency parsers; it converts {onnx_export.SUPPORTED_KINDS}.")
+      f"dependency parsers; it converts {onnx_export.converted_kinds()}.")
 
 
 def test_parse_text_of_a_parser_without_tags_parses_as_the_tool_does(tokenizer, klue_dev):

@@ -258,7 +258,7 @@ def test_export_onnx_refuses_a_tracker_with_one_line_before_converting(scored_ru
   version = scored_run[0] / "export" / "1"
   assert onnx_export_refusal(version, tmp_path / "onnx") == (
       f"error: {version} is a dialogue state tracker (its track_state signature): export_onnx does not support "
-      f"dialogue state trackers; it converts {onnx_export.SUPPORTED_KINDS}.")
+      f"dialogue state trackers; it converts {onnx_export.converted_kinds()}.")
 
 
 def test_track_state_reads_the_turns_as_the_tool_packs_them(ontology):
