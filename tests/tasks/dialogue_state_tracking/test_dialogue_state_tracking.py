@@ -148,6 +148,15 @@ def test_slot_f1_follows_trades_rules_for_empty_states():
   assert scores["joint_goal_accuracy"] == 0.5
 
 
+def test_a_right_slot_with_a_wrong_value_is_a_wrong_turn():
+  # Joint goal accuracy and slot F1 compare whole "domain-slot-value" items: the slot alone earns nothing.
+  gold = [["숙소-가격대-저렴", "숙소-종류-호텔"], ["숙소-가격대-저렴"]]
+  predicted = [["숙소-가격대-비싼", "숙소-종류-호텔"], ["숙소-가격대-비싼"]]
+  scores = metrics.state_tracking_scores(predicted, gold)
+  assert scores == pytest.approx({"joint_goal_accuracy": 0.0, "slot_f1": 0.5 / 2})  # turn F1s: 1/2 and 0
+  assert (scores["joint_goal_accuracy"], scores["slot_f1"]) == pytest.approx(reference_scores(predicted, gold))
+
+
 def tool(root, *flags):
   result = run_tool("run_dialogue_state_tracking", "--task_name=wos", f"--data_dir={root / 'data'}",
                     f"--output_dir={root / 'run'}", f"--albert_config_file={root / 'albert_config.json'}",
