@@ -211,6 +211,11 @@ def require_file(path: str, what: str, fix: str = "") -> str:
   raise InputFileError(f"{what} {problem}{f' ({fix})' if fix else ''}.")
 
 
+def _not_a_file(path: str) -> str:
+  """Why a path that is no file cannot be read: a folder where a file is expected is told as one, not as missing."""
+  return "a folder, not a file" if is_folder(path) else "not found"
+
+
 # --- Reading ---------------------------------------------------------------------------------------------------
 
 def open_file(path: str, mode: str = "rb") -> IO:
@@ -225,7 +230,7 @@ def open_file(path: str, mode: str = "rb") -> IO:
   if is_remote(path):
     with _remote(path, error_type):
       if mode.startswith("r") and _remote_kind(path) != "file":
-        raise error_type(f"{path}: cannot be read (not found).")
+        raise error_type(f"{path}: cannot be read ({_not_a_file(path)}).")
       # Binary, wrapped in Python's buffers: GFile's own lines drop a "\r" before "\n"; these keep the bytes.
       stream = _gfile().GFile(path, mode.replace("t", "").replace("b", "") + "b")
       if not mode.startswith("r"):
@@ -284,7 +289,7 @@ def read_bytes(path: str) -> bytes:
   if is_remote(path):
     with _remote(path):
       if _remote_kind(path) != "file":
-        raise InputFileError(f"{path}: cannot be read (not found).")
+        raise InputFileError(f"{path}: cannot be read ({_not_a_file(path)}).")
       with _gfile().GFile(path, "rb") as reader:
         return reader.read()
   try:
@@ -358,8 +363,7 @@ def check_inputs_and_outputs(input_files: Sequence[str], output_files: Sequence[
   if not input_files:
     raise InputFileError("No input files.")
   for path in input_files:
-    if not file_exists(path):
-      raise InputFileError(f"Input file not found: {path}")
+    require_file(path, "Input file")
   if not output_files:
     raise OptionError("No output files.")
   if len(set(output_files)) < len(output_files) or set(output_files) & set(input_files):

@@ -90,6 +90,13 @@ def run_tool(tool, *args, in_process=True, timeout=900, cwd=None, env=None) -> s
   return subprocess.CompletedProcess(command, returncode, stdout.getvalue(), stderr.getvalue())
 
 
+def onnx_export_refusal(saved_model_dir, output_dir) -> str:
+  """export_onnx of a SavedModel it must refuse before converting: its `error:` line (status 2, nothing written)."""
+  result = run_tool("export_onnx", f"--saved_model_dir={saved_model_dir}", f"--output_dir={output_dir}")
+  assert result.returncode == 2 and not os.path.exists(output_dir), result.stderr[-2000:]
+  return result.stderr.strip().splitlines()[-1]
+
+
 def tiny_config(**overrides) -> albert_tf.AlbertConfig:
   values = dict(vocab_size=120, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
                 intermediate_size=37, embedding_size=16, max_position_embeddings=64)

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from albert_tf import files
 from albert_tf.errors import InputFileError, OptionError, OutputError
+from albert_tf.modeling.config import AlbertConfig
 
 
 def test_the_stand_in_answers_as_gcs_where_tensorflows_ram_file_system_does_not(bucket):
@@ -45,6 +46,21 @@ def test_text_bytes_and_json_are_written_whole_and_read_back(where, bucket, tmp_
     files.read_text(f"{root}/a/bad.txt")
   with pytest.raises(InputFileError, match="missing.txt"):
     files.read_bytes(f"{root}/a/missing.txt")
+
+
+@pytest.mark.parametrize("where", ["local", "bucket"])
+def test_a_folder_where_a_file_is_expected_is_named_as_a_folder_not_as_missing(where, bucket, tmp_path):
+  root = bucket if where == "bucket" else str(tmp_path)
+  files.make_folders(f"{root}/train")
+  files.write_atomically(f"{root}/train/a.json", b"{}")
+  folder = f"{root}/train"
+  with pytest.raises(InputFileError, match=f"^Input file {folder} is a folder, not a file.$"):
+    files.check_inputs_and_outputs([folder], [f"{root}/out.txt"])
+  with pytest.raises(InputFileError, match=f"^ALBERT config file {folder} is a folder, not a file.$"):
+    AlbertConfig.from_json_file(folder)
+  if where == "bucket":  # on local disk the system says so ("Is a directory")
+    with pytest.raises(InputFileError, match=r"train: cannot be read \(a folder, not a file\)"):
+      files.read_bytes(folder)
 
 
 def test_a_folder_published_to_a_bucket_gets_its_marker_last_and_a_failure_leaves_nothing(bucket, monkeypatch):

@@ -307,14 +307,19 @@ def split_files(data_path: str, split: str, file_names: Dict[str, SplitFiles]) -
   return [os.path.join(data_path, name) for name in ((names,) if isinstance(names, str) else names)]
 
 
-def find_split_file(data_dir: str, split: str, patterns: Sequence[str], task_name: str) -> str:
+def find_split_file(data_dir: str, split: str, patterns: Sequence[str], task_name: str,
+                    folder_holds: str = "") -> str:
   """The file of `split` in `data_dir`: the match of the first of `patterns` (file names relative to
-  `data_dir`, glob patterns allowed) that matches one; `data_dir` itself when it is a file.
+  `data_dir`, glob patterns allowed) that matches one; `data_dir` itself when it is a file, unless `folder_holds`
+  says what the folder must hold (a task whose files are several: one file would be read as every split).
 
   Raises:
-    InputFileError: `data_dir` is missing, or no pattern matches a file.
+    InputFileError: `data_dir` is missing, or no pattern matches a file, or it is a file and `folder_holds` is set.
     TaskError: a pattern matches several files (which one to read is the user's choice).
   """
+  if folder_holds and files.file_exists(data_dir):
+    raise InputFileError(f"--data_dir {data_dir} is a file; --task_name={task_name} reads a folder: the one that "
+                         f"holds {folder_holds}.")
   if not files.is_folder(data_dir):
     return files.require_file(data_dir, "--data_dir")
   for pattern in patterns:

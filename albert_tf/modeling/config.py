@@ -10,7 +10,7 @@ import json
 from typing import Any, Dict, Optional
 
 from albert_tf import files
-from albert_tf.errors import AlbertConfigError, InputFileError, OptionError
+from albert_tf.errors import AlbertConfigError, OptionError
 
 # The config's file name in a run, export or conversion directory (Google's).
 CONFIG_FILE = "albert_config.json"
@@ -100,8 +100,7 @@ class AlbertConfig:
   @classmethod
   def from_json_file(cls, path: str) -> "AlbertConfig":
     """Reads Google's `albert_config.json` or a Hugging Face `config.json`."""
-    if not files.file_exists(path):
-      raise InputFileError(f"ALBERT config file not found: {path}")
+    files.require_file(path, "ALBERT config file")  # a folder is told as one, not as missing
     try:
       values = json.loads(files.read_text(path))
     except json.JSONDecodeError as error:

@@ -67,6 +67,8 @@ class TaskHead:
       (`sentence_transformers_folders.SentenceTransformersHead`) that compute the model's embedding from its
       transformer, written beside its Hugging Face weights so that the folder is a sentence-transformers model
       too; None when the model computes no sentence embedding.
+    onnx_refusal_signature: a signature of the head's SavedModels, by which `export_onnx` refuses them before
+      converting, their `serving_default` being one that tf2onnx cannot convert; None: they convert.
   """
 
   attribute: str
@@ -83,6 +85,7 @@ class TaskHead:
   serving_options_of_run: Optional[Callable[[str], Any]] = None
   run_info: Optional[Callable[[Any], Dict]] = None
   sentence_transformers_modules: Optional[Callable[[Any, Optional[int]], Any]] = None
+  onnx_refusal_signature: Optional[str] = None
 
   def __post_init__(self):
     # Frozen: the defaults that need the other fields are set once, here.

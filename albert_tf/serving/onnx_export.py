@@ -24,14 +24,16 @@ import logging
 import math
 import os
 import time
-from typing import Dict, List, Optional
+from typing import Collection, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf import files
 from albert_tf.errors import DataError, InputFileError, OptionError
 from albert_tf.interop import hf_tokenizer
+from albert_tf.modeling import task_heads
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.text import tokenizer_options as options_lib
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -61,7 +63,6 @@ PROBE_TEXTS = ("Café Zürich, naïve RÉSUMÉ façade.", "대한민국의 수�
 # Names of the dynamic axes of inputs, by rank.
 _AXES = {2: ("batch", "sequence"), 3: ("batch", "options", "sequence")}
 _ID_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-
 
 @dataclasses.dataclass
 class OnnxExport:
@@ -121,7 +122,7 @@ def check_saved_model_dir(saved_model_dir: str):
   Raises:
     InputFileError: no such folder (local or in a bucket), a file, or a folder that holds no SavedModel (an export
       directory's versions are named).
-    DataError: a SavedModel without the assets of ours.
+    DataError: a SavedModel without the assets of ours, or of a kind that does not convert (`check_model_kind`).
   """
   if not files.exists(saved_model_dir):
     raise InputFileError(f"SavedModel not found: {saved_model_dir}")
@@ -141,6 +142,30 @@ def check_saved_model_dir(saved_model_dir: str):
     if not files.file_exists(_asset(saved_model_dir, name)):
       raise DataError(f"{saved_model_dir} has no assets/{name}: not a SavedModel of albert-tf's "
                       "export_saved_model, whose tokenizer travels with it.")
+  proto = saved_model_pb2.SavedModel.FromString(files.read_bytes(f"{saved_model_dir.rstrip('/')}/saved_model.pb"))
+  check_model_kind({name for meta_graph in proto.meta_graphs for name in meta_graph.signature_def},
+                   saved_model_dir)
+
+
+def converted_kinds() -> str:
+  """The models `export_onnx` converts, for messages: encoders and those of the heads it does not refuse."""
+  kinds = [head.description.removesuffix(" head") for head in task_heads.registered_heads()
+           if head.onnx_refusal_signature is None]
+  return f"encoders and models with a {', '.join(kinds[:-1])} or {kinds[-1]} head"
+
+
+def check_model_kind(signature_names: Collection[str], saved_model_dir: str):
+  """Refuses a SavedModel of a task head whose `serving_default` does not convert, known by its signatures'
+  names (`TaskHead.onnx_refusal_signature`).
+
+  Raises:
+    DataError: naming the kind, its signature, and the kinds that convert.
+  """
+  for head in task_heads.registered_heads():
+    if head.onnx_refusal_signature in signature_names:
+      kind = head.description.removesuffix(" head")
+      raise DataError(f"{saved_model_dir} is a {kind} (its {head.onnx_refusal_signature} signature): export_onnx "
+                      f"does not support {kind}s; it converts {converted_kinds()}.")
 
 
 def _asset(saved_model_dir: str, name: str) -> str:

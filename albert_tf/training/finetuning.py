@@ -168,6 +168,7 @@ class FineTuning:
         raise OptionError(f"--{flag}={size} must be a positive multiple of the {replicas} replica(s).")
     if o.do_train:
       loop.micro_batch_size(o.train_batch_size, replicas, o.gradient_accumulation_steps)
+      loop.check_learning_rate(o.learning_rate)
     if o.do_train and o.train_step <= 0:
       raise OptionError(f"--train_step={o.train_step} must be positive.")
 

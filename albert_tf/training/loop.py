@@ -15,6 +15,7 @@
 
 import contextlib
 import dataclasses
+import math
 import random
 import sys
 import time
@@ -188,6 +189,20 @@ def micro_batch_size(global_batch_size: int, num_replicas: int, gradient_accumul
         f"{gradient_accumulation_steps} micro-batch(es) (--gradient_accumulation_steps): it must be a positive "
         f"multiple of {parts}.")
   return global_batch_size // parts
+
+
+def check_learning_rate(learning_rate: float):
+  """Refuses a negative (or not finite) `--learning_rate`; announces 0, which a user may mean (steps that
+  change no weight, to time them or to check a run end to end).
+
+  Raises:
+    OptionError: the rate is negative, NaN or infinite.
+  """
+  if not math.isfinite(learning_rate) or learning_rate < 0:
+    raise OptionError(f"--learning_rate={learning_rate} must be a finite number, 0 or more: a negative rate would "
+                      "climb the loss.")
+  if learning_rate == 0:
+    print("--learning_rate=0: the training steps will not change the weights.", file=sys.stderr, flush=True)
 
 
 def _split_into_micro_batches(tensor, num_micro_batches: int):

@@ -132,6 +132,8 @@ class Pretraining:
     if not (o.do_train or o.do_eval):
       raise OptionError("Nothing to do: set --do_train, --do_eval or both (as Google's run_pretraining requires).")
     loop.micro_batch_size(o.train_batch_size, strategy.num_replicas_in_sync, o.gradient_accumulation_steps)
+    if o.do_train:
+      loop.check_learning_rate(o.learning_rate)
     if o.max_seq_length > o.albert_config.max_position_embeddings:
       raise OptionError(f"--max_seq_length={o.max_seq_length} exceeds max_position_embeddings="
                         f"{o.albert_config.max_position_embeddings} of the config.")

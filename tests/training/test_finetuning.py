@@ -26,7 +26,7 @@ from albert_tf.tasks.classification.user_tsv import TsvFormat
 from albert_tf.tasks.similarity.model import AlbertSentenceEncoder
 from albert_tf.tasks.similarity.objective import SentenceSimilarityObjective
 from albert_tf.text.graph_tokenizer import GraphTokenizer
-from albert_tf.training import distribution, finetuning, metrics, run_directory
+from albert_tf.training import distribution, finetuning, loop, metrics, run_directory
 from albert_tf.training import finetuning_objectives
 from tests.conftest import (SHARED, SP8K_MODEL, TOOLS, damage_checkpoint, kill_once_a_checkpoint_is_written,
                             requires_shared, run_tool, write)
@@ -443,8 +443,14 @@ def test_bad_input_fails_before_training_and_writes_nothing(glue_dir, tmp_path):
   refused(TrainingError, "needs a fine-tuned checkpoint", do_train=False)
   refused(FileNotFoundError, "Checkpoint not found", init_checkpoint=str(tmp_path / "nowhere"))
   refused(ValueError, "--train_batch_size=0 must be a positive multiple", train_batch_size=0)
+  refused(ValueError, r"^--learning_rate=-5e-05 must be a finite number, 0 or more", learning_rate=-5e-5)
   refused(ValueError, r"--train_batch_size=2 does not split into 1 replica\(s\) x 3 micro-batch",
           gradient_accumulation_steps=3)
+
+
+def test_a_zero_learning_rate_is_announced_not_refused(capsys):
+  loop.check_learning_rate(0.0)  # steps that change nothing: a timing or an end-to-end check
+  assert capsys.readouterr().err == "--learning_rate=0: the training steps will not change the weights.\n"
 
 
 def test_tool_refuses_an_unknown_task_with_one_line(tmp_path, glue_dir):

@@ -398,6 +398,8 @@ def test_bad_input_fails_before_any_step_and_overwrites_nothing(records, tmp_pat
     pretraining.Pretraining(options(records, tmp_path / "a", input_file=str(tmp_path / "none-*.tfrecord")), strategy)
   with pytest.raises(OptionError, match="Nothing to do: set --do_train, --do_eval or both"):
     pretraining.Pretraining(options(records, tmp_path / "e", do_train=False, do_eval=False), strategy)
+  with pytest.raises(OptionError, match=r"^--learning_rate=nan must be a finite number, 0 or more"):
+    pretraining.Pretraining(options(records, tmp_path / "e", learning_rate=float("nan")), strategy)
   with pytest.raises(ValueError, match="'input_ids' has 64 values, expected --max_seq_length=128"):
     pretraining.Pretraining(options(records, tmp_path / "b", max_seq_length=128, albert_config=albert_tf.AlbertConfig(
         **dict(CONFIG, max_position_embeddings=128))), strategy)

@@ -124,8 +124,11 @@ def read_relation_list(path: str) -> Tuple[str, ...]:
 
 def _entity(record: dict, field: str, sentence: str, where: str) -> Entity:
   value = record.get(field)
-  if not isinstance(value, dict):
+  if value is None:
     raise TaskError(f"{where}: no field {field!r} (an object: word, start_idx, end_idx, type).")
+  if not isinstance(value, dict):
+    raise TaskError(f"{where} ({record['guid']}): {field} is {value!r}, not an object: it must be one with word, "
+                    "start_idx, end_idx and type.")
   for key, kind in (("word", str), ("start_idx", int), ("end_idx", int), ("type", str)):
     if not isinstance(value.get(key), kind) or isinstance(value.get(key), bool):
       kind_name = "an integer" if kind is int else "a string"

@@ -14,8 +14,8 @@ morpheme tags as KLUE's POS does, or UPOS where XPOS is "_".
 
 Both readers check everything before returning: indices 1, 2, 3, ... in each sentence, every head in 0 to the
 number of words, heads that form a tree under the root (no word on a cycle of heads, hence at least one word
-under the root; several are accepted, as CoNLL-X allows), and for KLUE a relation of its list. A problem is
-one `DataError` naming the file and the 1-based line.
+under the root; CoNLL-U may have several, as CoNLL-X allows, KLUE-DP one, as all of its files have), and for
+KLUE a relation of its list. A problem is one `DataError` naming the file and the 1-based line.
 """
 
 import dataclasses
@@ -91,12 +91,20 @@ def _integer(text: str, what: str, where: str) -> int:
   return int(text)
 
 
-def _example(path: str, guid: Optional[str], text: Optional[str], words: List[_Word]) -> ParseExample:
-  """The sentence of `words`, once its heads are checked against its length and to form a tree."""
+def _example(path: str, guid: Optional[str], text: Optional[str], words: List[_Word],
+             single_root: bool = False) -> ParseExample:
+  """The sentence of `words`, once its heads are checked against its length and to form a tree (with
+  `single_root`, a tree with one word under the root)."""
   for word in words:
     if not 0 <= word.head <= len(words):
       raise DataError(f"{path}, line {word.line_number}: head {word.head} is out of range: the sentence has "
                       f"{len(words)} words (heads are 0 for the root or 1 to {len(words)}).")
+  roots = [word for word in words if word.head == 0]
+  if single_root and len(roots) > 1:
+    # The decoder finds single-root trees only: such a sentence would be scored against a tree it cannot give.
+    raise DataError(f"{path}, line {roots[1].line_number}: sentence {guid} has {len(roots)} words whose head is 0 "
+                    f"(lines {', '.join(str(word.line_number) for word in roots)}); a KLUE-DP sentence has one root, "
+                    "the only tree the parser decodes.")
   heads = [word.head for word in words]
   cycle = find_cycle(heads)
   if cycle:
@@ -129,7 +137,8 @@ def read_klue_dp(path: str) -> List[ParseExample]:
     InputFileError: the file cannot be read.
     DataError: naming the file and line: not UTF-8, no sentence, an eojeol line without a header line right
       before its sentence, a header without its tab, a line without 6 columns or with an empty one, an index
-      out of order, a head out of range or on a cycle, a relation not in `KLUE_DP_LABELS`.
+      out of order, a head out of range or on a cycle, two words under the root, a relation not in
+      `KLUE_DP_LABELS`.
   """
   examples: List[ParseExample] = []
   header: Optional[Tuple[int, str]] = None  # the last "##" line, and its number
@@ -139,7 +148,7 @@ def read_klue_dp(path: str) -> List[ParseExample]:
   def close() -> None:
     nonlocal sentence, words
     if sentence is not None:
-      examples.append(_example(path, sentence[0], sentence[1], words))
+      examples.append(_example(path, sentence[0], sentence[1], words, single_root=True))
     sentence, words = None, []
 
   for line_number, line in _lines(path):

@@ -55,4 +55,5 @@ def rebuild(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict)
 DEPENDENCY_PARSER_HEAD = task_heads.register(task_heads.TaskHead(
     attribute=ATTRIBUTE, description="dependency parser head", model_class=AlbertDependencyParser,
     weight_names=weight_names, rebuild=rebuild, serving_module=serving.serving_module,
-    serving_options_of_run=serving.run_serving_options))
+    serving_options_of_run=serving.run_serving_options,
+    onnx_refusal_signature="parse_text"))  # serving_default takes word features and decodes trees in a loop

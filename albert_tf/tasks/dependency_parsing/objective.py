@@ -130,7 +130,7 @@ class DependencyParsingObjective(FineTuningDefaults):
 
   def adopt_run_info(self, info: Dict, output_dir: str):
     """Takes the relations and tags of the run in `output_dir`; refuses a run of another task or format, or
-    of another tag embedding size."""
+    of another tag embedding size or --max_words."""
     if info.get("task") != data.TASK_NAME or info.get("format") != self.file_format:
       task = info.get("format") or info.get("task")
       raise TaskError(f"--output_dir {output_dir} holds a run of task {task!r}, not {self.file_format!r}.")
@@ -140,10 +140,13 @@ class DependencyParsingObjective(FineTuningDefaults):
     if self.label_list is not None and labels != self.label_list:
       raise TaskError(f"--output_dir {output_dir} was trained with relations {labels}, not this task's "
                       f"{self.label_list}. Use a new --output_dir.")
-    trained_size = info.get("pos_embedding_size", self.pos_embedding_size)
-    if trained_size != self.pos_embedding_size:
-      raise TaskError(f"--output_dir {output_dir} was trained with --pos_embedding_size={trained_size}, not "
-                      f"{self.pos_embedding_size}: its weights need the same. Use a new --output_dir.")
+    for name, reason in (("pos_embedding_size", "its weights need the same"),
+                         ("max_words", "its checkpoints were scored on sentences cut there, and model.ckpt-best "
+                          "was chosen among those scores")):
+      trained, this_run = info.get(name, getattr(self, name)), getattr(self, name)
+      if trained != this_run:
+        raise TaskError(f"--output_dir {output_dir} was trained with --{name}={trained}, not {this_run}: "
+                        f"{reason}. Use the same, or a new --output_dir.")
     self.label_list, self.tags = labels, tags
 
   def learn_from_train(self, examples: List[data.ParseExample]):

@@ -20,6 +20,7 @@ given twice in one state.
 """
 
 import dataclasses
+import itertools
 from typing import Dict, List, Sequence, Tuple
 
 from albert_tf.data.task_readers import read_json_file
@@ -47,6 +48,20 @@ class Ontology:
   def from_dict(cls, mapping: Dict[str, Sequence[str]]) -> "Ontology":
     slots = tuple(sorted(mapping))
     return cls(slots, tuple(tuple(mapping[slot]) for slot in slots))
+
+  def first_difference(self, other: "Ontology") -> str:
+    """What `other` first changes of this ontology (a slot, or a slot's value by position), for a message."""
+    mine, theirs = self.as_dict(), other.as_dict()
+    for slot in sorted(set(mine) | set(theirs)):
+      if slot not in theirs:
+        return f"it lacks the run's slot {slot!r}"
+      if slot not in mine:
+        return f"it adds the slot {slot!r}"
+      for index, (value, other_value) in enumerate(itertools.zip_longest(mine[slot], theirs[slot])):
+        if value != other_value:
+          return (f"its slot {slot!r} has {'no value' if other_value is None else repr(other_value)} as value "
+                  f"{index} where the run's has {'none' if value is None else repr(value)}")
+    return "no slot or value differs"
 
   def value_ids(self) -> List[Dict[str, int]]:
     """Per slot, value -> its class id."""

@@ -70,4 +70,5 @@ def rebuild(config: AlbertConfig, shapes: Dict[str, List[int]], task_info: Dict)
 # Google's checkpoints hold no state tracker, so there is no scope to look for in them (google_scope None).
 STATE_TRACKER_HEAD = task_heads.register(task_heads.TaskHead(
     attribute=ATTRIBUTE, description="dialogue state tracker head", model_class=AlbertDialogueStateTracker,
-    weight_names=weight_names, rebuild=rebuild, serving_module=serving.serving_module, run_info=run_info))
+    weight_names=weight_names, rebuild=rebuild, serving_module=serving.serving_module, run_info=run_info,
+    onnx_refusal_signature="track_state"))  # tf2onnx fails on serving_default's value lookups

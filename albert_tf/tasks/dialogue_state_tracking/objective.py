@@ -24,6 +24,8 @@ PREDICTIONS = "state_predictions.json"
 # KLUE's test labels are not public: the test split reads the dev file when there is no test file.
 SPLIT_FILES = {"train": ("wos-v1.1_train.json",), "dev": ("wos-v1.1_dev.json",),
                "test": ("wos-v1.1_test.json", "wos-v1.1_dev.json")}
+# A file as --data_dir would be read as the train and the dev split, the best checkpoint chosen on training turns.
+DATA_DIR_HOLDS = f"wos-v1.1_train.json, wos-v1.1_dev.json and {ONTOLOGY_FILE}"
 
 
 def predicted_state(ontology: data.Ontology, value_ids) -> List[str]:
@@ -48,6 +50,7 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
     self.tokenizer = tokenizer
     self.ontology_file = ontology_file
     self.ontology: Optional[data.Ontology] = None
+    self.ontology_source: Optional[str] = None  # the file the ontology was read from
     self.value_piece_ids: Optional[List[List[int]]] = None
     self.slot_piece_ids: Optional[List[List[int]]] = None
 
@@ -57,11 +60,16 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
     boundary = self.tokenizer.sp_model.PieceToId("\u2581")
     return [piece for piece in self.tokenizer.encode(text) if piece != boundary]
 
-  def _set_ontology(self, ontology: data.Ontology, source: str):
+  def _set_ontology(self, ontology: data.Ontology, ontology_file: Optional[str] = None):
+    """The tracker's ontology, read from `ontology_file`, or (None) from the task.json of the run; refused when
+    it differs from the one already set, naming the ontology file and the first slot or value that differs."""
     if self.ontology is not None and ontology != self.ontology:
-      raise TaskError(f"{source} differs from the ontology of the run in --output_dir (its task.json): the head's "
-                      "classes would change. Use a new --output_dir.")
+      run_ontology, file_ontology = (self.ontology, ontology) if ontology_file else (ontology, self.ontology)
+      raise TaskError(f"The ontology {ontology_file or self.ontology_source} differs from the one the run in "
+                      f"--output_dir was trained with (its task.json): {run_ontology.first_difference(file_ontology)}."
+                      " The head's classes would change: use the run's ontology, or a new --output_dir.")
     self.ontology = ontology
+    self.ontology_source = ontology_file or self.ontology_source
 
   def _pieces(self):
     """The piece ids of the ontology's values and of its slot names ("숙소-주차 가능" read as "숙소 주차 가능"):
@@ -81,7 +89,7 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
     if info.get("task") != data.TASK_NAME or not isinstance(info.get("ontology"), dict):
       raise TaskError(f"--output_dir {output_dir} holds a run of task {info.get('task')!r}, not "
                       f"{data.TASK_NAME!r}.")
-    self._set_ontology(data.Ontology.from_dict(info["ontology"]), f"The task.json of {output_dir}")
+    self._set_ontology(data.Ontology.from_dict(info["ontology"]))
     values, slots = info.get("value_piece_ids"), info.get("slot_piece_ids")
     # The pieces the run's head was built with (a run of another tokenizer would be another run).
     if (isinstance(values, list) and isinstance(slots, list) and len(slots) == len(self.ontology.slots)
@@ -89,9 +97,9 @@ class DialogueStateTrackingObjective(FineTuningDefaults):
       self.value_piece_ids, self.slot_piece_ids = values, slots
 
   def read_examples(self, data_dir: str, split: str) -> List[data.TurnExample]:
-    path = find_split_file(data_dir, split, SPLIT_FILES[split], data.TASK_NAME)
+    path = find_split_file(data_dir, split, SPLIT_FILES[split], data.TASK_NAME, DATA_DIR_HOLDS)
     ontology_file = self.ontology_file or os.path.join(os.path.dirname(path), ONTOLOGY_FILE)
-    self._set_ontology(data.read_ontology(ontology_file), f"The ontology {ontology_file}")
+    self._set_ontology(data.read_ontology(ontology_file), ontology_file)
     return data.read_dialogues(path, self.ontology)
 
   def _require_ontology(self) -> data.Ontology:

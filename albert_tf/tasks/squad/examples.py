@@ -175,7 +175,8 @@ def read_examples(input_path: str, is_training: bool, version_2_with_negative: b
   sha256 (which key the feature cache).
 
   Raises:
-    InputFileError, DataError: as the reader raises them; DataError also for a question id in two files.
+    InputFileError, DataError: as the reader raises them; DataError also for a question id twice in a file or
+      in two files.
   """
   reader = reader or SQUAD_READER
   examples, dataset, skipped = [], [], 0
@@ -186,12 +187,15 @@ def read_examples(input_path: str, is_training: bool, version_2_with_negative: b
     raw = read_input(input_file)  # one file at a time: a folder of shards can be larger than memory
     file_examples, file_dataset, file_skipped = reader.parse(input_file, raw, is_training, version_2_with_negative,
                                                              layout)
-    if len(input_files) > 1:
-      for example in file_examples:
-        other = first_file.setdefault(example.qas_id, input_file)
-        if other != input_file:
-          raise DataError(f"{input_file}: question {example.qas_id} is also in {other}; the predictions of a set "
-                          "are keyed by question id.")
+    for example in file_examples:
+      # Within a file too: the predictions (and their scores) are keyed by question id, so two questions of one
+      # id would get one prediction, scored twice.
+      if example.qas_id in first_file:
+        other = first_file[example.qas_id]
+        where = "there twice" if other == input_file else f"also in {other}"
+        raise DataError(f"{input_file}: question {example.qas_id} is {where}; the predictions of a set are keyed "
+                        "by question id, so each question needs an id of its own.")
+      first_file[example.qas_id] = input_file
     examples.extend(file_examples)
     dataset.extend(file_dataset)
     skipped += file_skipped

@@ -65,7 +65,8 @@ _KORQUAD_PAIR_SCORES = {"exact_match": lambda prediction, gold: float(prediction
 
 
 def korquad_v1_scores(dataset: list, answers: Dict[str, str]) -> Dict[str, float]:
-  """KorQuAD 1.0's official "exact_match" and "f1" (percent) of `answers` (qas_id -> text) on `dataset`.
+  """KorQuAD 1.0's official "exact_match" and "f1" (fractions; its script prints percent) of `answers`
+  (qas_id -> text) on `dataset`.
 
   Raises:
     DataError: `dataset` has no question, or a question without a gold answer.
@@ -79,8 +80,9 @@ def korquad2_normalize(answer: str) -> str:
 
 
 def korquad2_scores(pages: list, answers: Dict[str, str]) -> Dict[str, float]:
-  """KorQuAD 2.x's official "exact_match" and "f1" (percent) of `answers` (qas_id -> HTML or text) on the pages of
-  a set (each {"qas": [{"id", "answer": {"text", ...}}, ...]}, as its files hold them).
+  """KorQuAD 2.x's official "exact_match" and "f1" (fractions; its script prints percent) of `answers`
+  (qas_id -> HTML or text) on the pages of a set (each {"qas": [{"id", "answer": {"text", ...}}, ...]}, as its
+  files hold them).
 
   Raises:
     DataError: the pages hold no question.
@@ -136,8 +138,8 @@ def klue_mrc_rouge_w_per_question(dataset: list, answers: Dict[str, str]) -> Tup
 
 
 def klue_mrc_scores(dataset: list, answers: Dict[str, str]) -> Dict[str, float]:
-  """KLUE-MRC's "exact_match" and "rouge_w" (percent) of `answers` (qas_id -> text, "" for no answer), and
-  each per question type present ("exact_match_paraphrase", "rouge_w_unanswerable", ...).
+  """KLUE-MRC's "exact_match" and "rouge_w" (fractions; KLUE prints percent) of `answers` (qas_id -> text, ""
+  for no answer), and each per question type present ("exact_match_paraphrase", "rouge_w_unanswerable", ...).
 
   Raises:
     DataError: `dataset` has no question, or a question type outside 1-3.
@@ -148,11 +150,11 @@ def klue_mrc_scores(dataset: list, answers: Dict[str, str]) -> Dict[str, float]:
     raise DataError(f"KLUE-MRC question types are 1, 2 and 3, not {unknown}.")
   metrics = {}
   for name, per_question in scores.items():
-    metrics[name] = 100.0 * sum(per_question.values()) / len(per_question)
+    metrics[name] = sum(per_question.values()) / len(per_question)
     for number, type_name in KLUE_MRC_QUESTION_TYPES.items():
       of_type: List[float] = [score for qas_id, score in per_question.items() if types[qas_id] == number]
       if of_type:
-        metrics[f"{name}_{type_name}"] = 100.0 * sum(of_type) / len(of_type)
+        metrics[f"{name}_{type_name}"] = sum(of_type) / len(of_type)
   return metrics
 
 

@@ -105,6 +105,18 @@ class SquadObjective(FineTuningDefaults):
     return {"task": self.task_name, "start_n_top": s.start_n_top, "end_n_top": s.end_n_top,
             **{name: getattr(s.reading, name) for name in READING_SETTINGS}}
 
+  def adopt_run_info(self, info: Dict, output_dir: str):
+    """Refuses a run of another task, and one whose best scores are in percent (KorQuAD's and KLUE-MRC's were
+    before they became fractions): no new checkpoint could beat them."""
+    super().adopt_run_info(info, output_dir)
+    best = run_directory.read_best_info(output_dir) or {}
+    metric = self.task.primary_metric
+    if not self.task.percent and best.get(metric, 0) > 1:
+      raise TaskError(f"The {run_directory.BEST_CHECKPOINT_INFO} of --output_dir {output_dir} holds {metric} = "
+                      f"{best[metric]}, in percent as an earlier albert-tf wrote it; the scores are fractions now "
+                      "(0 to 1), so no new checkpoint would beat it. Divide its scores by 100, or use a new "
+                      "--output_dir.")
+
   def read_examples(self, data_dir: Optional[str], split: str) -> squad_features.SquadSplit:
     """The train split from --train_file; dev and test from --predict_file (Google's do_predict scores it)."""
     del data_dir

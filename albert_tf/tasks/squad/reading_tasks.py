@@ -35,6 +35,8 @@ class ReadingTask:
     question_scores: v2: (dataset, answers) -> (answerable, the primary metric of each question), for the
       no-answer threshold; None for v1.
     reader: how `--train_file` and `--predict_file` become examples (SQuAD's: one JSON file of SQuAD's layout).
+    percent: its scores are in percent, as SQuAD's official scripts print them; else fractions (0 to 1), as
+      every Korean benchmark's.
   """
 
   name: str
@@ -46,6 +48,7 @@ class ReadingTask:
   scores: Callable[[list, SquadPredictions], Dict[str, float]]
   question_scores: Optional[scoring.QuestionScores] = None
   reader: ExampleReader = SQUAD_READER
+  percent: bool = False
 
 
 def _check_klue_mrc_question(where: str, question: dict):
@@ -58,10 +61,10 @@ def _check_klue_mrc_question(where: str, question: dict):
 TASKS = {
     (1, "squad"): ReadingTask(
         "squad", 1, "squad_v1", "SQuAD v1.1 (the official evaluate-v1.1.py)", SQUAD_LAYOUT, "f1",
-        lambda dataset, predictions: scoring.squad_v1_scores(dataset, predictions.answers)),
+        lambda dataset, predictions: scoring.squad_v1_scores(dataset, predictions.answers), percent=True),
     (2, "squad"): ReadingTask(
         "squad", 2, "squad_v2", "SQuAD 2.0 (the official evaluate-v2.0.py, Google's two passes)", SQUAD_LAYOUT,
-        "f1", scoring.squad_v2_set_scores, scoring.squad_v2_f1_per_question),
+        "f1", scoring.squad_v2_set_scores, scoring.squad_v2_f1_per_question, percent=True),
     (1, "korquad1"): ReadingTask(
         "korquad1", 1, "korquad1", "KorQuAD 1.0 (its evaluate-v1.0.py: character F1)",
         QuestionLayout(answers_must_match=True), "f1",

@@ -49,17 +49,18 @@ def squad_v1_scores(dataset: list, answers: Dict[str, str]) -> Dict[str, float]:
   Raises:
     DataError: `dataset` has no question, or a question without a gold answer (a v2.0 set).
   """
-  return answerable_set_scores(dataset, answers, normalize_answer,
-                               {"exact_match": _equal, "f1": lambda prediction, gold: _overlap_f1(
-                                   prediction.split(), gold.split())}, "SQuAD v1.1", " (is this a v2.0 set?)")
+  fractions = answerable_set_scores(dataset, answers, normalize_answer,
+                                    {"exact_match": _equal, "f1": lambda prediction, gold: _overlap_f1(
+                                        prediction.split(), gold.split())}, "SQuAD v1.1", " (is this a v2.0 set?)")
+  return {name: 100.0 * value for name, value in fractions.items()}  # percent, as evaluate-v1.1.py prints them
 
 
 def answerable_set_scores(dataset: list, answers: Dict[str, str], normalize: Callable[[str], str],
                           pair_scores: Dict[str, Callable[[str, str], float]], scores_name: str,
                           no_gold_hint: str = "", id_field: str = "id") -> Dict[str, float]:
   """The scores of evaluate-v1.1.py's frame, which benchmarks of answerable questions share: each prediction and
-  gold answer normalised, each metric the best over the question's gold answers, averaged over all questions in
-  percent (a question without a prediction scores 0).
+  gold answer normalised, each metric the best over the question's gold answers, averaged over all questions, a
+  fraction (a question without a prediction scores 0; SQuAD's official script prints it in percent).
 
   Args:
     dataset: the "data" list of a SQuAD-layout file.
@@ -98,7 +99,7 @@ def answerable_question_scores(questions: Iterable[Tuple[str, List[str]]], answe
     for name, score in pair_scores.items():
       sums[name] += max(score(prediction, gold) for gold in golds)
   check_questions(questions_seen, missing)
-  return {name: 100.0 * total / questions_seen for name, total in sums.items()}
+  return {name: total / questions_seen for name, total in sums.items()}
 
 
 def _equal(prediction: str, gold: str) -> float:

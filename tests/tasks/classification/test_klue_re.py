@@ -341,6 +341,9 @@ BAD_RECORDS = {
                    ", record 4: object_entity.start_idx is '3', not an integer."),
     "no-entity": (TRAIN_FILE, edit(7, lambda r: r.pop("subject_entity")),
                   ", record 7: no field 'subject_entity'"),
+    "entity-string": (DEV_FILE, edit(6, lambda r: r.update(guid="klue-re-x", object_entity="서울")),
+                      ", record 6 (klue-re-x): object_entity is '서울', not an object: it must be one with word, "
+                      "start_idx, end_idx and type."),
 }
 
 

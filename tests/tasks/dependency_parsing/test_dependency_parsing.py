@@ -14,6 +14,7 @@ import tf_keras
 
 from albert_tf.errors import TaskError
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
+from albert_tf.serving import onnx_export
 from albert_tf.serving.saved_model import TextPacking
 from albert_tf.tasks.dependency_parsing import data, decoding, features, serving
 from albert_tf.tasks.dependency_parsing.layers import MASKED_ARC_SCORE
@@ -23,7 +24,8 @@ from albert_tf.tasks.dependency_parsing.objective import (PREDICTIONS, PREDICTIO
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.text.tokenizer import preprocess_text
 from albert_tf.training import run_directory
-from tests.conftest import SHARED, SP8K_MODEL, randomize, requires_shared, run_tool, tiny_config, write
+from tests.conftest import (SHARED, SP8K_MODEL, onnx_export_refusal, randomize, requires_shared, run_tool, tiny_config,
+                            write)
 
 KLUE_DP_DEV = os.path.join(SHARED, "klue", "klue-dp-v1.1_dev.tsv")
 pytestmark = [requires_shared(KLUE_DP_DEV), requires_shared(SP8K_MODEL)]
@@ -215,6 +217,13 @@ def test_the_objective_refuses_a_run_of_other_data(tokenizer, klue_dev):
     objective.learn_from_train(klue_dev[:10])
   with pytest.raises(TaskError, match="relations and tags are unknown"):
     DependencyParsingObjective(tokenizer, "conllu").build_model(tiny_config(), 0.1)
+  # A resumed run's scores, which choose model.ckpt-best, must all be over the same words.
+  run = {"task": "dependency_parsing", "format": "klue-dp", "label_list": list(data.KLUE_DP_LABELS),
+         "pos_tags": ["NNG"], "max_words": 64, "pos_embedding_size": 64}
+  with pytest.raises(TaskError, match=r"^--output_dir run was trained with --max_words=64, not 32: its checkpoints"):
+    DependencyParsingObjective(tokenizer, "klue-dp", max_words=32).adopt_run_info(run, "run")
+  with pytest.raises(TaskError, match=r"was trained with --pos_embedding_size=64, not 0: its weights"):
+    DependencyParsingObjective(tokenizer, "klue-dp", pos_embedding_size=0).adopt_run_info(run, "run")
 
 
 @pytest.fixture(scope="module")
@@ -305,6 +314,13 @@ def test_the_exported_parser_serves_the_trees_and_relations_of_the_predictions(t
   assert sum(int(cut) for cut in parsed["truncated"].numpy()) > 0
   with pytest.raises(tf.errors.InvalidArgumentError, match="one tag string .* per whitespace-separated word"):
     loaded.signatures["parse_text"](text=tf.constant(["나는 갔다"]), pos=tf.constant(["NP+JX"]))
+
+
+def test_export_onnx_refuses_a_parser_with_one_line_before_converting(tool_run, tmp_path):
+  version = tool_run[0] / "export" / "1"
+  assert onnx_export_refusal(version, tmp_path / "onnx") == (
+      f"error: {version} is a dependency parser (its parse_text signature): export_onnx does not support "
+      f"dependency parsers; it converts {onnx_export.converted_kinds()}.")
 
 
 def test_parse_text_of_a_parser_without_tags_parses_as_the_tool_does(tokenizer, klue_dev):

@@ -120,6 +120,8 @@ BAD_INPUTS = {
     "empty column": ("klue-dp", klue_with("1\t밥을\t\tNNG\t0\tVP"), 7, "the LEMMA column is empty"),
     "no root": ("klue-dp", klue_with("1\t철수가\t철수 가\tNNP\t2\tNP_SBJ", "2\t밥을\t밥 을\tNNG\t1\tNP_OBJ"), 7,
                 "the heads of words 1 -> 2 -> 1 form a cycle"),
+    "two roots": ("klue-dp", klue_with(KLUE_SENTENCE[1], "2\t밥을\t밥 을\tNNG+JKO\t0\tNP_OBJ", KLUE_SENTENCE[3]), 9,
+                  "sentence klue-dp-x_00000 has 2 words whose head is 0 (lines 8, 9); a KLUE-DP sentence has one root"),
     "own head": ("klue-dp", klue_with(*KLUE_SENTENCE[1:3], "3\t먹었다.\t먹 었 다 .\tVV\t3\tVP"), 9,
                  "the heads of words 3 -> 3 form a cycle"),
     "unknown relation": ("klue-dp", klue_with("1\t밥을\t밥 을\tNNG\t0\tROOT"), 7,

@@ -16,6 +16,7 @@ from albert_tf import files
 from albert_tf.errors import TaskError
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.modeling.checkpoints import build_model_for_checkpoint
+from albert_tf.serving import onnx_export
 from albert_tf.serving.saved_model import TextPacking
 from albert_tf.tasks.dialogue_state_tracking import data, metrics, serving
 from albert_tf.tasks.dialogue_state_tracking.model import GATE_VALUES
@@ -23,7 +24,8 @@ from albert_tf.tasks.dialogue_state_tracking.objective import PREDICTIONS, Dialo
 from albert_tf.text.graph_tokenizer import GraphTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
-from tests.conftest import SP8K_MODEL, corpus_lines, python_pack, randomize, requires_shared, run_tool, tiny_config
+from tests.conftest import (SP8K_MODEL, corpus_lines, onnx_export_refusal, python_pack, randomize, requires_shared,
+                            run_tool, tiny_config)
 from tests.tasks.dialogue_state_tracking.wos_dialogues import ONTOLOGY, trivial_states, write_wos
 
 pytestmark = [requires_shared(ONTOLOGY), requires_shared(SP8K_MODEL)]
@@ -118,6 +120,21 @@ def test_the_tool_refuses_bad_dialogues_with_one_line_naming_file_dialogue_and_t
   assert not (tmp_path / "run").exists()
 
 
+def test_the_tool_refuses_a_dialogue_file_as_data_dir(tmp_path):
+  # Read as the train and the dev split, it would choose the best checkpoint on training dialogues.
+  train = os.path.join(write_wos(str(tmp_path / "data"), 3, 2, seed=5, slots=LEARNED_SLOTS), "wos-v1.1_train.json")
+  config = tmp_path / "albert_config.json"
+  tiny_config(**CONFIG).to_json_file(str(config))
+  result = run_tool("run_dialogue_state_tracking", "--task_name=wos", f"--data_dir={train}",
+                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config}",
+                    f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=64", "--train_step=2")
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"error: --data_dir {train} is a file; --task_name=wos reads a folder: the one that holds "
+      "wos-v1.1_train.json, wos-v1.1_dev.json and ontology.json."), result.stderr[-2000:]
+  assert not (tmp_path / "run").exists()
+
+
 def test_slot_f1_follows_trades_rules_for_empty_states():
   assert metrics.turn_slot_f1([], []) == 1.0
   assert metrics.turn_slot_f1(["a-b-c"], []) == 0.0
@@ -129,6 +146,15 @@ def test_slot_f1_follows_trades_rules_for_empty_states():
   scores = metrics.state_tracking_scores(predicted, gold)
   assert (scores["joint_goal_accuracy"], scores["slot_f1"]) == pytest.approx(reference_scores(predicted, gold))
   assert scores["joint_goal_accuracy"] == 0.5
+
+
+def test_a_right_slot_with_a_wrong_value_is_a_wrong_turn():
+  # Joint goal accuracy and slot F1 compare whole "domain-slot-value" items: the slot alone earns nothing.
+  gold = [["숙소-가격대-저렴", "숙소-종류-호텔"], ["숙소-가격대-저렴"]]
+  predicted = [["숙소-가격대-비싼", "숙소-종류-호텔"], ["숙소-가격대-비싼"]]
+  scores = metrics.state_tracking_scores(predicted, gold)
+  assert scores == pytest.approx({"joint_goal_accuracy": 0.0, "slot_f1": 0.5 / 2})  # turn F1s: 1/2 and 0
+  assert (scores["joint_goal_accuracy"], scores["slot_f1"]) == pytest.approx(reference_scores(predicted, gold))
 
 
 def tool(root, *flags):
@@ -237,6 +263,13 @@ def test_the_export_tracks_raw_dialogues_as_the_predictions(scored_run, ontology
   assert served["values"].shape == (len(dev), 45)
 
 
+def test_export_onnx_refuses_a_tracker_with_one_line_before_converting(scored_run, tmp_path):
+  version = scored_run[0] / "export" / "1"
+  assert onnx_export_refusal(version, tmp_path / "onnx") == (
+      f"error: {version} is a dialogue state tracker (its track_state signature): export_onnx does not support "
+      f"dialogue state trackers; it converts {onnx_export.converted_kinds()}.")
+
+
 def test_track_state_reads_the_turns_as_the_tool_packs_them(ontology):
   # The graph's segments of the joined turns, packed in the SavedModel, are the tool's packing of the same turns,
   # id for id: Google's `_truncate_seq_pair` of `data.turn_segments` written out in Python (a long history loses
@@ -286,10 +319,20 @@ def test_track_state_reads_the_turns_as_the_tool_packs_them(ontology):
     assert [item.decode() for item in served["state"].numpy()[row, :int(served["num_state"][row])]] == state
 
 
-def test_a_run_refuses_another_ontology(ontology):
-  objective = DialogueStateTrackingObjective(SentencePieceTokenizer(SP8K_MODEL))
+def test_a_run_refuses_another_ontology_naming_its_file_and_first_difference(ontology):
   other = dict(ontology.as_dict())
   other["숙소-가격대"] = other["숙소-가격대"] + ["무료"]
-  objective.adopt_run_info({"task": "wos", "ontology": ontology.as_dict()}, "run")
-  with pytest.raises(TaskError, match="differs from the ontology"):
-    objective._set_ontology(data.Ontology.from_dict(other), "The ontology x.json")
+  expected = (f"The ontology {ONTOLOGY} differs from the one the run in --output_dir was trained with (its task.json): "
+              f"its slot '숙소-가격대' has '무료' as value {len(ontology.as_dict()['숙소-가격대'])} where the run's has "
+              "none. The head's classes would change")
+  # Read before the run's task.json (training) or after it (evaluating, predicting): the same message.
+  for run_first in (False, True):
+    objective = DialogueStateTrackingObjective(SentencePieceTokenizer(SP8K_MODEL))
+    adopt = lambda: objective.adopt_run_info({"task": "wos", "ontology": ontology.as_dict()}, "run")
+    read = lambda: objective._set_ontology(data.Ontology.from_dict(other), ONTOLOGY)
+    first, second = (adopt, read) if run_first else (read, adopt)
+    first()
+    with pytest.raises(TaskError, match="^" + re.escape(expected)):
+      second()
+  del other["숙소-가격대"]
+  assert ontology.first_difference(data.Ontology.from_dict(other)) == "it lacks the run's slot '숙소-가격대'"

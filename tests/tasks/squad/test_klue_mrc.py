@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.errors import TaskError
 from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import korean_scoring
 from albert_tf.tasks.squad import predictions as squad_predictions
 from albert_tf.tasks.squad import reading_tasks
-from albert_tf.tasks.squad.objective import TFLITE_FILE
+from albert_tf.tasks.squad.objective import TFLITE_FILE, SquadObjective, SquadSettings
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
 from tests.conftest import SP8K_MODEL, korean_reader_config, requires_shared, run_tool, tiny_config
 from tests.tasks.squad.korean_reading_data import write_klue_mrc
@@ -44,7 +46,8 @@ def _longest_common_run(first, second):
 def official_klue_mrc_scores(dataset, predictions):
   """The KLUE baseline's EM and ROUGE-W as its rules read: lower case, no ASCII punctuation, single spaces; the
   gold of an unanswerable question is ""; ROUGE-W is the F1 of the longest common substring of characters (1 or
-  0 against ""); both the best over the golds, averaged over the questions, also per question type."""
+  0 against ""); both the best over the golds, averaged over the questions, also per question type; as fractions
+  (the baseline prints them ×100)."""
 
   def normalize(text):
     return " ".join("".join(c for c in text.lower() if c not in string.punctuation).split())
@@ -67,12 +70,12 @@ def official_klue_mrc_scores(dataset, predictions):
         per_type[qa["question_type"]].append((max(float(prediction == gold) for gold in golds),
                                               max(rouge_w(prediction, gold) for gold in golds)))
   every = [scores for of_type in per_type.values() for scores in of_type]
-  results = {"exact_match": 100.0 * sum(em for em, _ in every) / len(every),
-             "rouge_w": 100.0 * sum(rouge for _, rouge in every) / len(every)}
+  results = {"exact_match": sum(em for em, _ in every) / len(every),
+             "rouge_w": sum(rouge for _, rouge in every) / len(every)}
   for number, name in ((1, "paraphrase"), (2, "multi_sentence"), (3, "unanswerable")):
     if per_type[number]:
-      results[f"exact_match_{name}"] = 100.0 * sum(em for em, _ in per_type[number]) / len(per_type[number])
-      results[f"rouge_w_{name}"] = 100.0 * sum(rouge for _, rouge in per_type[number]) / len(per_type[number])
+      results[f"exact_match_{name}"] = sum(em for em, _ in per_type[number]) / len(per_type[number])
+      results[f"rouge_w_{name}"] = sum(rouge for _, rouge in per_type[number]) / len(per_type[number])
   return results
 
 
@@ -91,9 +94,19 @@ def test_klue_mrc_scores_are_klues_exact_match_and_character_rouge_w():
   predictions = {"a": "대한민국", "b": "7월 12일.", "c": "", "d": "국회", "e": "헌법"}
   scores = korean_scoring.klue_mrc_scores(dataset, predictions)
   assert scores == pytest.approx(official_klue_mrc_scores(dataset, predictions), abs=1e-9)
-  assert scores["exact_match_unanswerable"] == 50.0 and scores["exact_match_multi_sentence"] == 100.0
+  assert scores["exact_match_unanswerable"] == 0.5 and scores["exact_match_multi_sentence"] == 1.0
   # P 4/4, R 4/8 (the space is a character)
   assert korean_scoring.longest_common_substring_f1("대한민국", "대한민국의 수도") == pytest.approx(2 / 3)
+
+
+def test_klue_mrc_scores_are_never_from_plausible_answers():
+  # A lone unanswerable question: its gold is "", whatever its plausible answer (never gold) says.
+  dataset = [{"title": "t", "paragraphs": [{"context": "서울은 수도이다.", "qas": [
+      {"guid": "u", "question": "q", "question_type": 3, "is_impossible": True, "answers": [],
+       "plausible_answers": [{"text": "서울", "answer_start": 0}]}]}]}]
+  for answer, expected in (("", 1.0), ("서울", 0.0)):
+    scores = korean_scoring.klue_mrc_scores(dataset, {"u": answer})
+    assert (scores["exact_match"], scores["rouge_w"]) == (expected, expected), answer
 
 
 def test_klue_mrc_reader_keeps_plausible_answers_out_of_the_gold_and_trains_on_the_first_answer(tmp_path):
@@ -133,11 +146,14 @@ def _break(document, problem):
   elif problem == "no_guid":
     del answerable["guid"]
     return "qas[0]"
+  elif problem == "duplicate_guid":  # one prediction would answer both
+    answerable["guid"] = impossible["guid"]
   return (impossible if problem in ("impossible_with_answers", "plausible_answer_start") else answerable)["guid"]
 
 
 @pytest.mark.parametrize("problem", ["question_type", "impossible_with_answers", "possible_without_answers",
-                                     "answer_start", "plausible_answer_start", "no_is_impossible", "no_guid"])
+                                     "answer_start", "plausible_answer_start", "no_is_impossible", "no_guid",
+                                     "duplicate_guid"])
 @pytest.mark.parametrize("split", ["train", "dev"])
 def test_klue_mrc_bad_input_is_one_error_naming_the_file_and_question(tmp_path, problem, split):
   train = tmp_path / "klue-mrc-v1.1_train.json"
@@ -160,9 +176,20 @@ def test_klue_mrc_bad_input_is_one_error_naming_the_file_and_question(tmp_path, 
   expected = {"question_type": '"question_type": 4', "impossible_with_answers": '"is_impossible": true and 1 answers',
               "possible_without_answers": '"is_impossible": false and 0 answers',
               "answer_start": "the answers text", "plausible_answer_start": "the plausible_answers text",
-              "no_is_impossible": 'no "is_impossible"', "no_guid": 'no "guid" string'}[problem]
+              "no_is_impossible": 'no "is_impossible"', "no_guid": 'no "guid" string',
+              "duplicate_guid": "is there twice"}[problem]
   assert expected in lines[-1], lines[-1]
   assert not (tmp_path / "run").exists()
+
+
+def test_a_run_whose_best_scores_are_in_percent_is_refused_for_fractions_could_never_beat_them(tmp_path):
+  objective = SquadObjective(SquadSettings(version=2, task=KLUE_MRC), SentencePieceTokenizer(SP8K_MODEL), SEQ)
+  info = objective.run_info()
+  (tmp_path / run_directory.BEST_CHECKPOINT_INFO).write_text(json.dumps({"step": 10, "rouge_w": 0.56}))
+  objective.adopt_run_info(info, str(tmp_path))  # fractions, as written now
+  (tmp_path / run_directory.BEST_CHECKPOINT_INFO).write_text(json.dumps({"step": 10, "rouge_w": 56.0}))
+  with pytest.raises(TaskError, match=r"holds rouge_w = 56.0, in percent .* Divide its scores by 100"):
+    objective.adopt_run_info(info, str(tmp_path))
 
 
 @pytest.fixture(scope="module")
@@ -194,9 +221,9 @@ def test_klue_mrc_tool_learns_and_scores_as_klues_evaluation(klue_mrc_run):
   assert "null_score_diff_threshold" in best and "HasAns_f1" not in best  # KLUE's metrics, not SQuAD's
   # Always answering "" is right on the unanswerable questions only.
   baseline = official_klue_mrc_scores(dataset, dict.fromkeys(predictions, ""))
-  assert best["rouge_w"] > baseline["rouge_w"] + 15, (best, baseline)
-  assert best["exact_match_paraphrase"] > baseline["exact_match_paraphrase"] + 10, (best, baseline)
-  assert best["exact_match_unanswerable"] > 50, best
+  assert best["rouge_w"] > baseline["rouge_w"] + 0.15, (best, baseline)
+  assert best["exact_match_paraphrase"] > baseline["exact_match_paraphrase"] + 0.1, (best, baseline)
+  assert best["exact_match_unanswerable"] > 0.5, best
   assert json.loads((run / "task.json").read_text())["task"] == "klue-mrc"
   assert set(json.loads((run / squad_predictions.NULL_ODDS_FILE).read_text())) == set(predictions)
 

@@ -64,7 +64,8 @@ def text_of(markup):
 
 def official_korquad2_scores(pages, predictions):
   """KorQuAD 2.0's evaluation script as its rules read: tags stripped (get_text), quotes, 《》〈〉<>, parentheses and
-  ‘’ become spaces, lower case, no ASCII punctuation, then no whitespace at all; EM on that, F1 on its characters."""
+  ‘’ become spaces, lower case, no ASCII punctuation, then no whitespace at all; EM on that, F1 on its characters;
+  as fractions (the script prints them ×100)."""
 
   def normalize(text):
     text = text_of(text)
@@ -88,7 +89,7 @@ def official_korquad2_scores(pages, predictions):
       if qa["id"] in predictions:
         exact += normalize(predictions[qa["id"]]) == normalize(qa["answer"]["text"])
         total_f1 += f1(predictions[qa["id"]], qa["answer"]["text"])
-  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * total_f1 / total}
+  return {"exact_match": exact / total, "f1": total_f1 / total}
 
 
 def shard_pages(folder):
@@ -217,7 +218,7 @@ def test_korquad2_scores_are_the_official_ones():
   predictions = {"1": "1948년</td><td>7월", "2": "서울 & 부산", "3": "대한민국", "4": "albert", "5": "국회의사당"}
   scores = korean_scoring.korquad2_scores(pages, predictions)
   assert scores == pytest.approx(official_korquad2_scores(pages, predictions), abs=1e-9)
-  assert scores["exact_match"] == pytest.approx(50.0)  # 1, 2 and 3; 6 has no prediction
+  assert scores["exact_match"] == pytest.approx(0.5)  # 1, 2 and 3; 6 has no prediction
   assert korean_scoring.korquad2_normalize("<td>1948년&nbsp;7월</td>") == "1948년7월"
   assert korean_scoring.korquad2_normalize("<p>ALBERT (모델)</p>") == "albert모델"
   assert korean_scoring.character_f1("albert", "albert모델") == pytest.approx(2 * 1 * (6 / 8) / (1 + 6 / 8))
