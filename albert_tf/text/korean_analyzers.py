@@ -87,9 +87,10 @@ class MecabAnalyzer:
       raise _missing_extra(purpose, error) from None
     self._tagger = mecab_ko.Tagger()
 
-  def morpheme_starts(self, text: str) -> List[int]:
-    """Sorted offsets in `text` where a morpheme starts, beyond the first character of the text."""
-    starts = []
+  def morphemes(self, text: str) -> List[Morpheme]:
+    """The morphemes of `text` in text order, with their offsets in it and their tags (mecab-ko-dic's; a node
+    that joins several morphemes in one surface, 인 = 이+ㄴ, has them joined by "+", VCP+ETM)."""
+    morphemes = []
     position = 0
     node = self._tagger.parseToNode(text)
     while node is not None:
@@ -97,14 +98,15 @@ class MecabAnalyzer:
       if surface:
         # MeCab drops whitespace between morphemes; its surfaces are the text's characters in order.
         found = text.find(surface, position)
-        if found < 0:  # a surface the dictionary normalised: nothing to align it to, so no boundary from it
-          node = node.next
-          continue
-        if 0 < found < len(text):
-          starts.append(found)
-        position = found + len(surface)
+        if found >= 0:  # else a surface the dictionary normalised: nothing to align it to
+          morphemes.append(Morpheme(found, found + len(surface), node.feature.split(",")[0]))
+          position = found + len(surface)
       node = node.next
-    return sorted(set(starts))
+    return morphemes
+
+  def morpheme_starts(self, text: str) -> List[int]:
+    """Sorted offsets in `text` where a morpheme starts, beyond the first character of the text."""
+    return morpheme_starts(self.morphemes(text), len(text))
 
 
 def analyzer(name: str, purpose: str):

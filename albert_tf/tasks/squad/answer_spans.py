@@ -19,10 +19,11 @@ import tensorflow as tf
 
 from albert_tf.errors import OptionError
 from albert_tf.tasks.squad import features as squad_features
+from albert_tf.text import korean_analyzers
 
 
 # The reading settings a SQuAD run records in its task.json (the no-answer threshold is its evaluation's).
-READING_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length", "n_best_size")
+READING_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length", "n_best_size", "trim_particles")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,9 @@ class QuestionAnsweringOptions:
     n_best_size: the best starts and ends considered (SQuAD v1).
     no_answer_threshold: SQuAD v2: a question has no answer when its null-score difference is not below
       this (Google's `null_score_diff_threshold`, the best-F1 threshold of the evaluation); None: always answer.
+    trim_particles: the Korean analyzer that cuts each answer's trailing particles (`--trim_particles`, see
+      `particles`), or None. The graph cannot run it: `answer_question` gives the span's offsets, and
+      `serving.QuestionAnswerer` cuts them in Python as the run's predictions were cut.
   """
 
   max_query_length: int = 64
@@ -43,6 +47,7 @@ class QuestionAnsweringOptions:
   max_answer_length: int = 30
   n_best_size: int = 20
   no_answer_threshold: Optional[float] = None
+  trim_particles: Optional[str] = None
 
   def check(self, max_seq_length: int):
     """Raises OptionError unless the options fit `max_seq_length` (as the features of training must)."""
@@ -50,6 +55,9 @@ class QuestionAnsweringOptions:
     for name in ("max_answer_length", "n_best_size"):
       if getattr(self, name) < 1:
         raise OptionError(f"{name} must be at least 1, not {getattr(self, name)}.")
+    if self.trim_particles not in (None,) + korean_analyzers.ANALYZERS:
+      raise OptionError(f"trim_particles={self.trim_particles!r}: one of {', '.join(korean_analyzers.ANALYZERS)} "
+                        "or None.")
 
 
 def question_windows(tokenizer, question: tf.Tensor, context: tf.Tensor, max_seq_length: int,
@@ -171,7 +179,9 @@ def best_answers(context: tf.Tensor, windows: Dict[str, tf.Tensor], score: tf.Te
   """Each question's best span over its windows, as text of the context (stripped, as Google's).
 
   Returns:
-    `answer` string `[batch]` ("" where no window has a valid span) and `score` float32 `[batch]` (-inf there).
+    `answer` string `[batch]` ("" where no window has a valid span), `score` float32 `[batch]` (-inf there), and
+    `answer_start`, `answer_end` int64 `[batch]`: where `answer` is in the context, in characters (Python's
+    `context[answer_start:answer_end]`; 0 and 0 for ""), for what cuts answers outside the graph.
   """
   num_examples = tf.shape(context)[0]
   example = windows["example"]
@@ -186,5 +196,13 @@ def best_answers(context: tf.Tensor, windows: Dict[str, tf.Tensor], score: tf.Te
   # found (and cut bytes at a meaningless place): ask whether any window has a span instead.
   found = tf.math.unsorted_segment_max(tf.cast(tf.math.is_finite(score), tf.int32), example, num_examples) > 0
   text = tf.strings.substr(context, tf.cast(begin, tf.int32), tf.cast(tf.maximum(finish - begin, 0), tf.int32))
-  text = tf.strings.strip(text)
-  return {"answer": tf.where(found, text, ""), "score": tf.where(found, best_score, -float("inf"))}
+  answer = tf.where(found, tf.strings.strip(text), "")
+  # The bytes that strip took from the front (the ASCII whitespace tf.strings.strip strips), then characters.
+  leading = tf.strings.length(text) - tf.strings.length(tf.strings.regex_replace(text, r"^[\t\n\v\f\r ]+", ""))
+  start_byte = tf.cast(begin, tf.int32) + leading
+  before = tf.strings.substr(context, tf.zeros_like(start_byte), start_byte)
+  start_char = tf.cast(tf.strings.length(before, unit="UTF8_CHAR"), tf.int64)
+  answer_start = tf.where(tf.equal(answer, ""), tf.zeros_like(start_char), start_char)
+  answer_end = answer_start + tf.cast(tf.strings.length(answer, unit="UTF8_CHAR"), tf.int64)
+  return {"answer": answer, "score": tf.where(found, best_score, -float("inf")), "answer_start": answer_start,
+          "answer_end": answer_end}

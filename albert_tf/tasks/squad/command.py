@@ -10,8 +10,10 @@ from albert_tf.cli import reading_flags
 from albert_tf.errors import OptionError
 from albert_tf.tasks.squad import examples as squad_examples
 from albert_tf.tasks.squad import objective as squad_objective
+from albert_tf.tasks.squad import particles
 from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad.answer_spans import QuestionAnsweringOptions
+from albert_tf.text import korean_analyzers
 
 FLAGS = flags.FLAGS
 TRAIN_FEATURE_FILE = "train_features.tfrecord"
@@ -37,7 +39,8 @@ mixed-precision and memory flags of run_classifier; rerunning the same command r
 --task_name (ours) picks the benchmark: squad (the default), korquad1 (KorQuAD 1.0: its files checked
 strictly, its official character-level EM and F1) or korquad2 (KorQuAD 2.0 and 2.1: --train_file and
 --predict_file are a shard or a folder of shards; the HTML pages are read as text, answers written back as HTML
-in one predictions.json and scored as its evaluation script scores them).
+in one predictions.json and scored as its evaluation script scores them). The Korean tasks' answers lose their
+trailing particles (서울에서 → 서울) with the vocabulary's Korean analyzer, Kiwi by default (--trim_particles).
 
 Every path may be in a bucket (gs://...), as on a Cloud TPU: --train_file, --predict_file and the feature caches
 (written beside, each whole or not at all), --output_dir, --export_dir and the model's files.
@@ -62,7 +65,8 @@ mixed-precision and memory flags of run_classifier; rerunning the same command r
 
 --task_name (ours) picks the benchmark: squad (the default) or klue-mrc (klue-mrc-v1.1_{train,dev}.json: guid,
 question_type, is_impossible and plausible_answers checked; KLUE's exact_match and rouge_w, the best checkpoint
-and the no-answer threshold by rouge_w).
+and the no-answer threshold by rouge_w). Its answers lose their trailing particles (서울에서 → 서울) with the
+vocabulary's Korean analyzer, Kiwi by default (--trim_particles).
 
 Every path may be in a bucket (gs://...), as on a Cloud TPU: --train_file, --predict_file and the feature caches
 (written beside, each whole or not at all), --output_dir, --export_dir and the model's files.
@@ -92,6 +96,11 @@ def define_flags(version: int):
   flags.DEFINE_integer("max_query_length", 64, "Question tokens kept; longer questions are cut.")
   flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json.")
   flags.DEFINE_integer("max_answer_length", 30, "The longest answer, in tokens.")
+  flags.DEFINE_bool("trim_particles", None, "Cut each answer's trailing Korean particles (조사: 서울에서 → 서울) and "
+                    "copula (이다), analysing the passage around it with the vocabulary's Korean analyzer (its "
+                    "--pretokenizer, else Kiwi; the korean extra). Default: on for the Korean tasks, whose gold "
+                    "answers leave particles out, off for squad. Recorded in task.json; the export's "
+                    "serving.QuestionAnswerer follows it.")
   flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs over the train file's questions.")
   flags.DEFINE_float("warmup_proportion", 0.1, "Share of the training steps with a linear warmup.")
   if version == 2:
@@ -115,13 +124,20 @@ def fine_tune(version: int):
     raise OptionError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1).")
   tokenizer = reading_flags.model_tokenizer()
   task = reading_tasks.reading_task(FLAGS.task_name, version)
+  trim_particles = None  # the analyzer that cuts the answers' particles, or None
+  if FLAGS.trim_particles or (FLAGS.trim_particles is None and task.trims_particles):
+    pretokenizer = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file).pretokenizer
+    trim_particles = particles.analyzer_name(pretokenizer)
+    # Before training: the analyzer is loaded only when the first answers are cut.
+    korean_analyzers.require_extra(trim_particles, "--trim_particles (--notrim_particles answers with the "
+                                   "model's spans)")
   settings = squad_objective.SquadSettings(
       version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),
       predict_feature_file=FLAGS.predict_feature_file or os.path.join(FLAGS.output_dir, PREDICT_FEATURE_FILE),
       predict_feature_left_file=FLAGS.predict_feature_left_file,
       reading=QuestionAnsweringOptions(FLAGS.max_query_length, FLAGS.doc_stride, FLAGS.max_answer_length,
-                                       FLAGS.n_best_size),
+                                       FLAGS.n_best_size, trim_particles=trim_particles),
       task=task, **({"start_n_top": FLAGS.start_n_top, "end_n_top": FLAGS.end_n_top} if version == 2 else {}))
   objective = squad_objective.SquadObjective(settings, tokenizer, FLAGS.max_seq_length)
   schedule = {}

@@ -19,6 +19,7 @@ from albert_tf.errors import OptionError, TaskError
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.tasks.squad import feature_cache
 from albert_tf.tasks.squad import features as squad_features
+from albert_tf.tasks.squad import particles
 from albert_tf.tasks.squad import predictions as squad_predictions
 from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad import scoring as squad_scoring
@@ -93,6 +94,7 @@ class SquadObjective(FineTuningDefaults):
     self.task_name = self.task.run_name
     self.primary_metric = self.task.primary_metric
     self._predict_split = None  # dev and test are the same --predict_file: read once
+    self._trimmer = None  # --trim_particles' analyzer, loaded at the first answers it cuts
 
   @property
   def is_v2(self) -> bool:
@@ -203,15 +205,25 @@ class SquadObjective(FineTuningDefaults):
     """v1: the start and end logits of every token; v2: the head's beam and no-answer logit."""
     return model(batch["inputs"], training=False)
 
+  def _answer_end(self) -> Optional[squad_predictions.AnswerEnd]:
+    """Where `--trim_particles` ends an answer's span, or None without it."""
+    name = self.settings.reading.trim_particles
+    if name is None:
+      return None
+    if self._trimmer is None:
+      self._trimmer = particles.ParticleTrimmer(name)
+    return self._trimmer.answer_end
+
   def _answers(self, outputs: Dict[str, np.ndarray], split: squad_features.SquadSplit, threshold: Optional[float]):
     s = self.settings.reading
     if self.is_v2:
       return squad_predictions.v2_predictions(
           split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
           outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"], s.n_best_size,
-          s.max_answer_length, threshold)
+          s.max_answer_length, threshold, self._answer_end())
     return squad_predictions.v1_predictions(split.examples, split.features, outputs["start_logits"],
-                                            outputs["end_logits"], s.n_best_size, s.max_answer_length)
+                                            outputs["end_logits"], s.n_best_size, s.max_answer_length,
+                                            self._answer_end())
 
   def _scores(self, outputs: Dict[str, np.ndarray], split: squad_features.SquadSplit):
     """(answers, the task's official metrics): v2 with Google's two passes, the second at the threshold best by
@@ -221,7 +233,7 @@ class SquadObjective(FineTuningDefaults):
       return squad_scoring.evaluate_v2(
           split.examples, split.features, outputs["start_top_log_probs"], outputs["start_top_index"],
           outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"], split.dataset,
-          s.n_best_size, s.max_answer_length, self.task.question_scores, self.task.scores)
+          s.n_best_size, s.max_answer_length, self.task.question_scores, self.task.scores, self._answer_end())
     answers = self._answers(outputs, split, None)
     return answers, self.task.scores(split.dataset, answers)
 

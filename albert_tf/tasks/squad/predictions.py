@@ -7,7 +7,9 @@ its start token, it does not end before it starts and it is at most `max_answer_
 the context from its start token's first character to its end token's last, stripped (for a context read from
 markup, KorQuAD 2.x's HTML, the markup holding that text: `SquadExample.answer_of_span`). Candidates are ranked by
 the sum of their start and end scores; one whose text a better one already has is dropped, and the best
-`n_best_size` are kept. Their probabilities are the softmax of those sums over the kept list.
+`n_best_size` are kept. Their probabilities are the softmax of those sums over the kept list. With `answer_end`
+(`--trim_particles`: `particles.ParticleTrimmer.answer_end`), the best candidate's span ends before its trailing
+particles; the others are the model's spans, so that a run analyses one span a question, not `n_best_size`.
 
 SQuAD v1.1 scores every position of a window (start and end logits) and tries the `n_best_size` best starts with
 the `n_best_size` best ends; an example without any candidate gets Google's placeholder answer "empty". SQuAD v2.0
@@ -41,6 +43,8 @@ _NO_FEATURE_NULL_ODDS = 1e6  # Google's starting null score: without a window, n
 
 # (sequence start, sequence end, start score, end score) of one window.
 _Span = Tuple[int, int, float, float]
+# (context, span start, span end) -> the span's new end (exclusive): the end that `--trim_particles` cuts to.
+AnswerEnd = Callable[[str, int, int], int]
 
 
 @dataclasses.dataclass
@@ -59,7 +63,8 @@ class SquadPredictions:
 
 
 def v1_predictions(examples: Sequence, features: Sequence, start_logits: np.ndarray, end_logits: np.ndarray,
-                   n_best_size: int, max_answer_length: int) -> SquadPredictions:
+                   n_best_size: int, max_answer_length: int, answer_end: Optional[AnswerEnd] = None
+                   ) -> SquadPredictions:
   """The SQuAD v1.1 answers of `examples` from the start and end logits of their features.
 
   Args:
@@ -69,6 +74,7 @@ def v1_predictions(examples: Sequence, features: Sequence, start_logits: np.ndar
     end_logits: [features, sequence] float end logits.
     n_best_size: how many best starts and ends to pair up, and how many candidates to keep.
     max_answer_length: the most tokens an answer may span.
+    answer_end: where the best candidate's span ends instead (without its trailing particles); None: the model's.
 
   Returns:
     The answers and n-best lists; no null odds.
@@ -89,7 +95,7 @@ def v1_predictions(examples: Sequence, features: Sequence, start_logits: np.ndar
   answers, nbest = {}, {}
   for example, rows in zip(examples, rows_by_example):
     if rows:
-      ranked = _ranked_candidates(example, features, rows, row_spans, n_best_size, max_answer_length)
+      ranked = _ranked_candidates(example, features, rows, row_spans, n_best_size, max_answer_length, answer_end)
       nbest[example.qas_id] = _nbest_entries(ranked or [(_EMPTY_V1_TEXT, 0.0, 0.0)])
     else:
       nbest[example.qas_id] = _nbest_entries([("", 0.0, 0.0)])
@@ -100,7 +106,8 @@ def v1_predictions(examples: Sequence, features: Sequence, start_logits: np.ndar
 def v2_predictions(examples: Sequence, features: Sequence, start_top_log_probs: np.ndarray,
                    start_top_index: np.ndarray, end_top_log_probs: np.ndarray, end_top_index: np.ndarray,
                    cls_logits: np.ndarray, n_best_size: int, max_answer_length: int,
-                   null_score_diff_threshold: Optional[float]) -> SquadPredictions:
+                   null_score_diff_threshold: Optional[float], answer_end: Optional[AnswerEnd] = None
+                   ) -> SquadPredictions:
   """The SQuAD v2.0 answers of `examples` from the beam-search outputs of their features.
 
   Args:
@@ -116,6 +123,7 @@ def v2_predictions(examples: Sequence, features: Sequence, start_top_log_probs: 
     max_answer_length: the most tokens an answer may span.
     null_score_diff_threshold: an example is answered only when its null odds are below this; None answers
       every example with its best text.
+    answer_end: as `v1_predictions`'.
 
   Returns:
     The answers, n-best lists and null odds.
@@ -139,7 +147,7 @@ def v2_predictions(examples: Sequence, features: Sequence, start_top_log_probs: 
   rows_by_example = _rows_by_example(examples, features)
   nbest, null_odds = {}, {}
   for example, rows in zip(examples, rows_by_example):
-    ranked = _ranked_candidates(example, features, rows, row_spans, n_best_size, max_answer_length)
+    ranked = _ranked_candidates(example, features, rows, row_spans, n_best_size, max_answer_length, answer_end)
     nbest[example.qas_id] = _nbest_entries(ranked or [("", _V2_PLACEHOLDER_LOG_PROB, _V2_PLACEHOLDER_LOG_PROB)])
     null_odds[example.qas_id] = min((float(cls_logits[row]) for row in rows), default=_NO_FEATURE_NULL_ODDS)
   return apply_null_threshold(SquadPredictions({}, nbest, null_odds), null_score_diff_threshold)
@@ -213,8 +221,10 @@ def _context_tokens(feature, start: int, end: int, max_answer_length: int) -> Op
 
 
 def _ranked_candidates(example, features: Sequence, rows: Sequence[int], row_spans: Callable[[int], Iterable[_Span]],
-                       n_best_size: int, max_answer_length: int) -> List[Tuple[str, float, float]]:
-  """The best `n_best_size` (text, start score, end score) of an example's windows, each text once."""
+                       n_best_size: int, max_answer_length: int,
+                       answer_end: Optional[AnswerEnd]) -> List[Tuple[str, float, float]]:
+  """The best `n_best_size` (text, start score, end score) of an example's windows, each text once; the best
+  one's span ends at `answer_end` when given."""
   candidates = []
   for row in rows:
     feature = features[row]
@@ -228,6 +238,8 @@ def _ranked_candidates(example, features: Sequence, rows: Sequence[int], row_spa
     if len(ranked) >= n_best_size:
       break
     first_char, last_char = feature.token_start_to_char[start_token], feature.token_end_to_char[end_token]
+    if answer_end is not None and not ranked:
+      last_char = answer_end(example.context_text, first_char, last_char + 1) - 1
     text = example.answer_of_span(first_char, last_char)
     if text not in seen_texts:
       seen_texts.add(text)

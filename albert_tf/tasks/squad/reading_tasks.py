@@ -37,6 +37,8 @@ class ReadingTask:
     reader: how `--train_file` and `--predict_file` become examples (SQuAD's: one JSON file of SQuAD's layout).
     percent: its scores are in percent, as SQuAD's official scripts print them; else fractions (0 to 1), as
       every Korean benchmark's.
+    trims_particles: the default of `--trim_particles`: Korean answers, whose gold answers leave out the particles
+      that a predicted span often keeps (docs/benchmarks.md#answers-without-trailing-particles).
   """
 
   name: str
@@ -49,6 +51,7 @@ class ReadingTask:
   question_scores: Optional[scoring.QuestionScores] = None
   reader: ExampleReader = SQUAD_READER
   percent: bool = False
+  trims_particles: bool = False
 
 
 def _check_klue_mrc_question(where: str, question: dict):
@@ -68,18 +71,20 @@ TASKS = {
     (1, "korquad1"): ReadingTask(
         "korquad1", 1, "korquad1", "KorQuAD 1.0 (its evaluate-v1.0.py: character F1)",
         QuestionLayout(answers_must_match=True), "f1",
-        lambda dataset, predictions: korean_scoring.korquad_v1_scores(dataset, predictions.answers)),
+        lambda dataset, predictions: korean_scoring.korquad_v1_scores(dataset, predictions.answers),
+        trims_particles=True),
     (1, "korquad2"): ReadingTask(
         "korquad2", 1, "korquad2", "KorQuAD 2.0 and 2.1 (HTML pages in a file or a folder of shards, scored "
         "as its evaluation script: tags stripped, character F1)", QuestionLayout(answers_must_match=True), "f1",
         lambda dataset, predictions: korean_scoring.korquad2_scores(dataset, predictions.answers),
-        reader=korquad2.READER),
+        reader=korquad2.READER, trims_particles=True),
     (2, "klue-mrc"): ReadingTask(
         "klue-mrc", 2, "klue-mrc", "KLUE-MRC (KLUE's exact match and character ROUGE-W)",
         QuestionLayout(id_field="guid", answers_must_match=True, trains_on_first_answer=True,
                        requires_is_impossible=True, other_answer_fields=("plausible_answers",),
                        check_question=_check_klue_mrc_question),
-        "rouge_w", korean_scoring.klue_mrc_set_scores, korean_scoring.klue_mrc_rouge_w_per_question),
+        "rouge_w", korean_scoring.klue_mrc_set_scores, korean_scoring.klue_mrc_rouge_w_per_question,
+        trims_particles=True),
 }
 
 

@@ -24,7 +24,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 import numpy as np
 
 from albert_tf.errors import DataError
-from albert_tf.tasks.squad.predictions import SquadPredictions, apply_null_threshold, v2_predictions
+from albert_tf.tasks.squad.predictions import AnswerEnd, SquadPredictions, apply_null_threshold, v2_predictions
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
@@ -197,7 +197,8 @@ def evaluate_v2(examples: Sequence, features: Sequence, start_top_log_probs: np.
                 start_top_index: np.ndarray, end_top_log_probs: np.ndarray, end_top_index: np.ndarray,
                 cls_logits: np.ndarray, dataset: list, n_best_size: int, max_answer_length: int,
                 question_scores: QuestionScores = squad_v2_f1_per_question,
-                set_scores: SetScores = squad_v2_set_scores) -> Tuple[SquadPredictions, Dict[str, float]]:
+                set_scores: SetScores = squad_v2_set_scores,
+                answer_end: Optional[AnswerEnd] = None) -> Tuple[SquadPredictions, Dict[str, float]]:
   """Google's SQuAD v2.0 evaluation: the null threshold best on `dataset`, the answers with it, and their scores.
 
   As Google's, the second pass answers only questions whose null odds are below the threshold, while the search
@@ -206,7 +207,7 @@ def evaluate_v2(examples: Sequence, features: Sequence, start_top_log_probs: np.
 
   Args:
     examples, features, start_top_log_probs, start_top_index, end_top_log_probs, end_top_index, cls_logits,
-      n_best_size, max_answer_length: as `squad_predictions.v2_predictions` takes them.
+      n_best_size, max_answer_length, answer_end: as `squad_predictions.v2_predictions` takes them.
     dataset: the "data" list of the SQuAD v2.0 JSON file the examples come from.
     question_scores: the per-question scores whose total the threshold maximises (default SQuAD v2.0's F1).
     set_scores: the metrics of the thresholded predictions (default `squad_v2_scores`).
@@ -220,7 +221,7 @@ def evaluate_v2(examples: Sequence, features: Sequence, start_top_log_probs: np.
     DataError: `dataset` has no question.
   """
   unthresholded = v2_predictions(examples, features, start_top_log_probs, start_top_index, end_top_log_probs,
-                                 end_top_index, cls_logits, n_best_size, max_answer_length, None)
+                                 end_top_index, cls_logits, n_best_size, max_answer_length, None, answer_end)
   threshold = best_threshold_of(question_scores, dataset, unthresholded.answers, unthresholded.null_odds)
   predictions = apply_null_threshold(unthresholded, threshold)
   scores = set_scores(dataset, predictions)

@@ -19,6 +19,7 @@ from albert_tf.tasks.squad import korean_scoring
 from albert_tf.tasks.squad import predictions as squad_predictions
 from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad.objective import TFLITE_FILE, SquadObjective, SquadSettings
+from albert_tf.tasks.squad.serving import QuestionAnswerer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
 from tests.conftest import SP8K_MODEL, korean_reader_config, requires_shared, run_tool, tiny_config
@@ -234,11 +235,20 @@ def test_exported_klue_mrc_model_answers_korean_with_the_runs_threshold_as_the_p
   pairs = [(qa["guid"], qa["question"], paragraph["context"]) for article in dataset
            for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
   null_odds = json.loads((klue_mrc_run / "run" / squad_predictions.NULL_ODDS_FILE).read_text(encoding="utf-8"))
-  answer_question = tf.saved_model.load(str(klue_mrc_run / "export" / "1")).signatures["answer_question"]
-  served = answer_question(question=tf.constant([question for _, question, _ in pairs]),
-                           context=tf.constant([context for _, _, context in pairs]))
+  loaded = tf.saved_model.load(str(klue_mrc_run / "export" / "1"))
+  # The run trimmed particles (klue-mrc's default): the SavedModel records the analyzer, the signature gives the
+  # model's span and where it is, and QuestionAnswerer cuts it as the predictions were cut.
+  assert json.loads((klue_mrc_run / "run" / "task.json").read_text())["trim_particles"] == "kiwi"
+  assert loaded.trim_particles.numpy() == b"kiwi"
+  questions, contexts = [question for _, question, _ in pairs], [context for _, _, context in pairs]
+  spans = loaded.signatures["answer_question"](question=tf.constant(questions), context=tf.constant(contexts))
+  assert [text.decode("utf-8") for text in spans["answer"].numpy()] == [
+      context[start:end] for context, start, end in zip(contexts, spans["answer_start"].numpy(),
+                                                         spans["answer_end"].numpy())]
+  served = QuestionAnswerer(loaded)(questions, contexts)
   # The threshold of the best evaluation: "" exactly where predictions.json has "".
-  assert [text.decode("utf-8") for text in served["answer"].numpy()] == [predictions[guid] for guid, _, _ in pairs]
-  np.testing.assert_allclose(served["no_answer_score"].numpy(), [null_odds[guid] for guid, _, _ in pairs], atol=1e-4)
-  assert served["has_answer"].numpy().tolist() == [bool(predictions[guid]) for guid, _, _ in pairs]
+  assert [text.decode("utf-8") for text in served["answer"]] == [predictions[guid] for guid, _, _ in pairs]
+  np.testing.assert_allclose(served["no_answer_score"], [null_odds[guid] for guid, _, _ in pairs], atol=1e-4)
+  assert served["has_answer"].tolist() == [bool(predictions[guid]) for guid, _, _ in pairs]
+  assert (served["answer"] != spans["answer"].numpy()).any()  # some answers did lose a particle
   assert not (klue_mrc_run / "export" / "1" / TFLITE_FILE).exists()  # Google's v2 exports no TFLite model

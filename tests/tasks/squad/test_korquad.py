@@ -8,6 +8,7 @@ against `official_korquad_scores`, written here from the rules of KorQuAD's eval
 import collections
 import json
 import re
+import shutil
 import string
 
 import pytest
@@ -18,6 +19,7 @@ from albert_tf.tasks.squad import korean_scoring
 from albert_tf.tasks.squad import predictions as squad_predictions
 from albert_tf.tasks.squad import reading_tasks
 from albert_tf.tasks.squad.alignment import align_context
+from albert_tf.tasks.squad.particles import ParticleTrimmer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 from albert_tf.training import run_directory
 from tests.conftest import SP8K_MODEL, corpus_lines, korean_reader_config, requires_shared, run_tool, tiny_config
@@ -158,6 +160,28 @@ def test_korquad_tool_learns_korean_spans_and_scores_as_the_official_script(korq
   assert list(nbest) == list(predictions) and all(entries[0]["text"] == predictions[qas_id]
                                                  for qas_id, entries in nbest.items())
   assert json.loads((run / "task.json").read_text())["task"] == "korquad1"
+
+
+def test_korquad_answers_lose_their_trailing_particles_by_default_and_keep_them_with_notrim(korquad_run, tmp_path):
+  """korquad1 trims by default with Kiwi (the 8k vocabulary records no analyzer) and task.json says so; the same
+  checkpoint's predictions with --notrim_particles are the model's spans, which the run's answers are, trimmed."""
+  run = korquad_run / "run"
+  assert json.loads((run / "task.json").read_text())["trim_particles"] == "kiwi"
+  shutil.copytree(run, tmp_path / "run")
+  result = run_tool("run_squad_v1", "--task_name=korquad1", f"--predict_file={korquad_run / 'dev.json'}",
+                    f"--albert_config_file={korquad_run / 'albert_config.json'}", f"--spm_model_file={SP8K_MODEL}",
+                    f"--output_dir={tmp_path / 'run'}", "--do_predict", "--notrim_particles", *READING_FLAGS,
+                    "--predict_batch_size=32")
+  assert result.returncode == 0, result.stderr[-3000:]
+  trimmed = json.loads((run / squad_predictions.PREDICTIONS_FILE).read_text(encoding="utf-8"))
+  spans = json.loads((tmp_path / "run" / squad_predictions.PREDICTIONS_FILE).read_text(encoding="utf-8"))
+  dataset = json.loads((korquad_run / "dev.json").read_text(encoding="utf-8"))["data"]
+  contexts = {qa["id"]: paragraph["context"] for article in dataset for paragraph in article["paragraphs"]
+              for qa in paragraph["qas"]}
+  trimmer = ParticleTrimmer("kiwi")
+  assert trimmed == {qas_id: trimmer.trim(contexts[qas_id], contexts[qas_id].index(span),
+                                          contexts[qas_id].index(span) + len(span)) for qas_id, span in spans.items()}
+  assert sum(trimmed[qas_id] != span for qas_id, span in spans.items()) >= 1
 
 
 @pytest.mark.parametrize("problem", ["answer_start", "several_training_answers", "klue_task_for_v1"])
