@@ -153,14 +153,16 @@ def plan_task(recipe: recipes_lib.TaskRecipe, folder: str, output_dir: str, mode
   else:
     settings.update(train_step=train_step, warmup_step=int(train_step * warmup))
   # A checkpoint, scored on the dev split, once an epoch (KLUE-baseline validates once an epoch), unless set.
-  settings.setdefault("save_checkpoints_steps", max(1, int(train_step / epochs)))
-  settings.setdefault("iterations_per_loop", min(100, settings["save_checkpoints_steps"]))
+  checkpoint_steps = int(_number(recipe.name, "save_checkpoints_steps",
+                                 settings.get("save_checkpoints_steps", max(1, int(train_step / epochs)))))
+  settings["save_checkpoints_steps"] = checkpoint_steps
+  settings.setdefault("iterations_per_loop", min(100, checkpoint_steps))
   settings.setdefault("keep_checkpoint_max", 1)  # the last (to resume) and model.ckpt-best are what a run needs
   argv = [*recipe.tool_flags, *recipe.data_flags(folder, recipe.train_file, recipe.dev_file), *model.flags(),
           *(f"--{name}={value}" for name, value in sorted(settings.items()))]
-  cli.check_command_line(recipe.tool.define_flags, [recipe.tool.name, *argv, "--output_dir=-"])
-  record = {"tool": recipe.tool.name, "flags": argv}
-  return TaskPlan(recipe, os.path.join(output_dir, recipe.name), argv, train_step, record)
+  task_dir = os.path.join(output_dir, recipe.name)
+  cli.check_command_line(recipe.tool.define_flags, [recipe.tool.name, *argv, f"--output_dir={task_dir}"])
+  return TaskPlan(recipe, task_dir, argv, train_step, {"tool": recipe.tool.name, "flags": argv})
 
 
 def check_recipe(plan: TaskPlan, restart: bool) -> None:
@@ -220,8 +222,8 @@ class JobProgress:
 
   def show(self, text: str):
     index = self.runs.index(self.run) + 1 if self.run else len(self.runs)
-    print(f"klue run {index}/{len(self.runs)} | {text} | job step {self.done_steps + self.run_step}/"
-          f"{self.total_steps} | {self.eta()}", file=self.stream, flush=True)
+    print(f"klue run {index}/{len(self.runs)} | {text} | job step {self.done_steps + self.run_step:,}/"
+          f"{self.total_steps:,} | {self.eta()}", file=self.stream, flush=True)
 
 
 class _ToolOutput(io.TextIOBase):
@@ -277,6 +279,8 @@ def run_tool(plan: TaskPlan, seed: int, extra: Sequence[str], progress: Optional
     if files.is_folder(run_dir):
       previous = files.read_text(log_file) if files.exists(log_file) else ""
       files.write_atomically(log_file, previous + output.text.getvalue())
+  if status == 130:  # Ctrl-C or SIGTERM inside the tool: the job stops as interrupted, as the tool did
+    raise KeyboardInterrupt
   if status:
     raise TaskError(f"{recipe.name} seed {seed} ({recipe.tool.name} in {run_dir}): {output.error_line()}")
 

@@ -16,6 +16,7 @@ import pytest
 
 import albert_tf
 from albert_tf.modeling import checkpoints as checkpoint_lib
+from albert_tf.tasks.klue import benchmark
 from albert_tf.tasks.klue import recipes
 from albert_tf.training import run_directory
 from tests.conftest import SP8K_MODEL, TOOLS, padded_batch, run_tool, tiny_config
@@ -29,9 +30,10 @@ SHRUNK = ("--seeds=2", "--set=train_batch_size=4", "--set=eval_batch_size=8", "-
 
 @pytest.fixture(scope="module")
 def klue_job(tmp_path_factory):
-  """A data root of every task (about 1% of the docs' sizes) and a small pretrained checkpoint folder."""
+  """A data root of the eight KLUE tasks (about 1% of the docs' sizes; no KorQuAD, which the job skips) and a small
+  pretrained checkpoint folder."""
   folder = tmp_path_factory.mktemp("klue")
-  data = write_klue_root(folder / "data", scale=0.01)
+  data = write_klue_root(folder / "data", scale=0.01, with_korquad=False)
   model_dir = folder / "albert"
   model_dir.mkdir()
   config = tiny_config(vocab_size=8000, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
@@ -76,15 +78,18 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
   assert "ynat seed 2: resuming at step 3 " in result.stderr  # 15 examples / 4 a batch × 2 epochs: 7 steps, saved at 3
   assert "Resuming from" in (job / "ynat" / "seed-2" / "log.txt").read_text(encoding="utf-8")
   progress = [line for line in result.stderr.splitlines() if line.startswith("klue run ")]
-  assert progress[-1].startswith("klue run 18/18 | korquad1 seed 2: done") and progress[-1].endswith("ETA 00:00:00")
+  assert progress[-1].startswith("klue run 16/16 | wos seed 2: done") and progress[-1].endswith("ETA 00:00:00")
   assert any(" | nli seed 1: step " in line and " | job step " in line for line in progress)
 
+  korquad = recipes.RECIPES_BY_NAME["korquad1"]
+  assert f"Skipping korquad1: no {korquad.missing_files(str(data))}." in result.stderr
+  klue = [recipe for recipe in recipes.RECIPES if recipe is not korquad]
   table = json.loads((job / "klue_results.json").read_text(encoding="utf-8"))
-  assert [task["task"] for task in table["tasks"]] == [recipe.name for recipe in recipes.RECIPES]
+  assert [task["task"] for task in table["tasks"]] == [recipe.name for recipe in klue]
   with open(job / "klue_results.csv", encoding="utf-8") as reader:
     csv_rows = {(row["task"], row["metric"]): row for row in csv.DictReader(reader)}
   markdown = (job / "klue_results.md").read_text(encoding="utf-8")
-  for task, recipe in zip(table["tasks"], recipes.RECIPES):
+  for task, recipe in zip(table["tasks"], klue):
     assert [metric["metric"] for metric in task["metrics"]] == [name for name, _ in recipe.metrics]
     runs = {seed: run_directory.read_eval_results(str(job / recipe.name / f"seed-{seed}")) for seed in (1, 2)}
     for metric in task["metrics"]:
@@ -106,7 +111,7 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
   before = markdown
   result = run_tool("run_klue", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert result.stderr.count(": finished before") == 18 and "starting" not in result.stderr
+  assert result.stderr.count(": finished before") == 16 and "starting" not in result.stderr
   assert (job / "klue_results.md").read_text(encoding="utf-8") == before
 
   # A changed recipe is refused before any work, naming the change and the way to start again.
@@ -127,6 +132,21 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
   result = run_tool("run_klue", *flags, "--tasks=ynat", f"--export_dir={export_dir}")
   assert result.returncode == 0 and "Exported" not in result.stderr
   assert sorted(os.listdir(export_dir / "ynat")) == ["1"]
+
+
+def test_every_recipe_is_a_command_line_its_tool_takes(tmp_path):
+  """Each task's recipe (KorQuAD's too, which the job above skips), as planned on files in the official layout:
+  flags its tool defines, with values it accepts; steps as epochs of the train file's examples."""
+  data = write_klue_root(tmp_path / "data", scale=0.01)
+  model = benchmark.Model("albert", "albert/albert_config.json", "albert/spiece.model")
+  for recipe in recipes.RECIPES:
+    folder = recipe.find_files(str(data))
+    plan = benchmark.plan_task(recipe, folder, str(tmp_path / "job"), model, {"train_batch_size": "4"})
+    assert plan.record == {"tool": recipe.tool.name, "flags": plan.argv}
+    examples = recipe.count_train_examples(os.path.join(folder, recipe.train_file))
+    assert plan.train_step == int(examples / 4 * recipe.settings["num_train_epochs"]) > 0
+    assert f"--learning_rate={recipe.settings['learning_rate']}" in plan.argv
+    assert "--train_batch_size=4" in plan.argv
 
 
 def test_tasks_without_files_are_skipped_each_with_a_line_and_a_named_one_is_an_error(klue_job, tmp_path):
