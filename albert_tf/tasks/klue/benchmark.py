@@ -162,7 +162,10 @@ def plan_task(recipe: recipes_lib.TaskRecipe, folder: str, output_dir: str, mode
           *(f"--{name}={value}" for name, value in sorted(settings.items()))]
   task_dir = os.path.join(output_dir, recipe.name)
   cli.check_command_line(recipe.tool.define_flags, [recipe.tool.name, *argv, f"--output_dir={task_dir}"])
-  return TaskPlan(recipe, task_dir, argv, train_step, {"tool": recipe.tool.name, "flags": argv})
+  # The files' sizes too: other data under the same names (another KLUE version) makes other runs.
+  sizes = {name: files.file_size(os.path.join(folder, name))
+           for name in (recipe.train_file, recipe.dev_file, *recipe.other_files)}
+  return TaskPlan(recipe, task_dir, argv, train_step, {"tool": recipe.tool.name, "flags": argv, "file_sizes": sizes})
 
 
 def check_recipe(plan: TaskPlan, restart: bool) -> None:
@@ -176,6 +179,9 @@ def check_recipe(plan: TaskPlan, restart: bool) -> None:
   old, new = before.get("flags", []), plan.record["flags"]
   changes = [f"{flag} → (none)" for flag in old if flag not in new] + [
       f"(none) → {flag}" for flag in new if flag not in old]
+  old_sizes = before.get("file_sizes", {})
+  changes += [f"{name}: {old_sizes.get(name)} → {size} bytes" for name, size in plan.record["file_sizes"].items()
+              if old_sizes.get(name) != size]
   raise OptionError(f"{plan.recipe.name}'s recipe changed since its runs in {plan.task_dir} "
                     f"({'; '.join(changes[:6]) or before.get('tool')}): pass --restart={plan.recipe.name} to "
                     "start the task again (its runs are removed), or choose another --output_dir.")
@@ -330,9 +336,11 @@ def _remove_if_runless(task_dir: str, output_dir: str) -> None:
 
 def run_job(plans: Sequence[TaskPlan], seeds: Sequence[int], output_dir: str, restart: Sequence[str],
             export_dir: Optional[str]) -> Dict[str, str]:
-  """Runs every task and seed not finished yet, writing the table after each run; returns the table's paths."""
+  """Runs every task and seed not finished yet, writing the table (of every task with finished runs in
+  `output_dir`) after each run; returns the table's paths."""
   progress = JobProgress(plans, seeds)
-  tasks = [(plan.recipe, plan.task_dir) for plan in plans]
+  # Every task of the job's folder, those of earlier invocations too (a rerun with --tasks keeps their rows).
+  tasks = [(recipe, os.path.join(output_dir, recipe.name)) for recipe in recipes_lib.RECIPES]
   for plan in plans:
     if plan.recipe.name in restart and files.exists(plan.task_dir):
       files.remove_tree(plan.task_dir)

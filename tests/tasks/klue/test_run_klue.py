@@ -15,6 +15,7 @@ import time
 import pytest
 
 import albert_tf
+from albert_tf.interop import huggingface
 from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.tasks.klue import benchmark
 from albert_tf.tasks.klue import recipes
@@ -122,6 +123,15 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
       "--learning_rate=1e-3): pass --restart=nli to start the task again (its runs are removed), or choose another "
       "--output_dir.")
 
+  # So is other data under the same names.
+  dev_file = data / "klue-sts-v1.1" / "klue-sts-v1.1_dev.json"
+  records = json.loads(dev_file.read_text(encoding="utf-8"))
+  dev_file.write_text(json.dumps(records[:-1], ensure_ascii=False, indent=1), encoding="utf-8")
+  result = run_tool("run_klue", *flags)
+  assert result.returncode == 2
+  assert f"error: sts's recipe changed since its runs in {job / 'sts'} (klue-sts-v1.1_dev.json: " in result.stderr
+  dev_file.write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+
   # On request, YNAT's best checkpoint (its best seed) exported, once.
   export_dir = folder / "serving"
   result = run_tool("run_klue", *flags, "--tasks=ynat", f"--export_dir={export_dir}")
@@ -129,6 +139,7 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
   ynat = table["tasks"][0]
   assert f"Exported ynat's best checkpoint (seed {ynat['best_seed']}) to {export_dir / 'ynat'}" in result.stderr
   assert (export_dir / "ynat" / "1" / "saved_model.pb").exists()
+  assert (job / "klue_results.md").read_text(encoding="utf-8") == before  # every task's rows are kept
   result = run_tool("run_klue", *flags, "--tasks=ynat", f"--export_dir={export_dir}")
   assert result.returncode == 0 and "Exported" not in result.stderr
   assert sorted(os.listdir(export_dir / "ynat")) == ["1"]
@@ -142,11 +153,36 @@ def test_every_recipe_is_a_command_line_its_tool_takes(tmp_path):
   for recipe in recipes.RECIPES:
     folder = recipe.find_files(str(data))
     plan = benchmark.plan_task(recipe, folder, str(tmp_path / "job"), model, {"train_batch_size": "4"})
-    assert plan.record == {"tool": recipe.tool.name, "flags": plan.argv}
+    assert plan.record["tool"] == recipe.tool.name and plan.record["flags"] == plan.argv
+    assert plan.record["file_sizes"][recipe.train_file] == os.path.getsize(os.path.join(folder, recipe.train_file))
     examples = recipe.count_train_examples(os.path.join(folder, recipe.train_file))
     assert plan.train_step == int(examples / 4 * recipe.settings["num_train_epochs"]) > 0
     assert f"--learning_rate={recipe.settings['learning_rate']}" in plan.argv
     assert "--train_batch_size=4" in plan.argv
+
+
+def test_a_hugging_face_model_is_converted_once_into_the_job(klue_job, tmp_path):
+  _, _, model_dir = klue_job
+  config = albert_tf.AlbertConfig.from_json_file(str(model_dir / "albert_config.json"))
+  pretrainer = albert_tf.AlbertPretrainer(config)
+  pretrainer(padded_batch(config.vocab_size))
+  checkpoint_lib.restore_checkpoint(pretrainer, str(model_dir))
+  huggingface.export_to_hf(pretrainer, str(tmp_path / "hf"))
+  job = tmp_path / "job"
+  converted = job / benchmark.MODEL_FOLDER
+  planned = benchmark.prepare_model(str(tmp_path / "hf"), None, SP8K_MODEL, str(job), convert=False)
+  assert not job.exists()  # the paths are known before any work
+  model = benchmark.prepare_model(str(tmp_path / "hf"), None, SP8K_MODEL, str(job))
+  assert planned == model == benchmark.Model(str(converted), str(converted / "albert_config.json"),
+                                             str(converted / "spiece.model"))
+  assert not benchmark.needs_conversion(model.init_checkpoint)
+  written = (converted / "model.ckpt.index").stat().st_mtime_ns
+  assert benchmark.prepare_model(str(tmp_path / "hf"), None, SP8K_MODEL, str(job)) == model
+  assert (converted / "model.ckpt.index").stat().st_mtime_ns == written  # converted once
+  restored = albert_tf.AlbertPretrainer(config)
+  checkpoint_lib.restore_checkpoint(restored, model.init_checkpoint)
+  for expected, actual in zip(pretrainer.encoder.variables, restored.encoder.variables):
+    assert (expected.numpy() == actual.numpy()).all(), expected.name
 
 
 def test_tasks_without_files_are_skipped_each_with_a_line_and_a_named_one_is_an_error(klue_job, tmp_path):
