@@ -8,6 +8,7 @@ objective, metrics and prediction files, its serving signatures), over the share
 - `token_classification`: a tag per character or word (KLUE-NER, CoNLL-style NER, tagged words).
 - `dependency_parsing`: dependency trees (KLUE-DP, CoNLL-U), a biaffine parser.
 - `dialogue_state_tracking`: a dialogue's state as slot values (KLUE-WoS).
+- `klue`: KLUE's eight tasks (and KorQuAD 1.0) in one job, through the packages above (`run_klue`).
 
 A package with a task head registers it in `albert_tf.modeling.task_heads` when imported; the registry imports
 every package here on its first lookup. docs/adding-a-task.md says how to add one (tests/test_adding_a_task.py
