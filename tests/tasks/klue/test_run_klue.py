@@ -144,6 +144,16 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
   assert result.returncode == 0 and "Exported" not in result.stderr
   assert sorted(os.listdir(export_dir / "ynat")) == ["1"]
 
+  # --restart starts a changed task again: its runs removed, run anew with the new recipe (one seed here).
+  rerun = job / "nli" / "seed-1"
+  finished = (rerun / "finished.json").stat().st_mtime_ns
+  result = run_tool("run_klue", *flags, "--tasks=nli", "--seeds=1", "--set=nli.learning_rate=1e-3",
+                    "--restart=nli")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f"Restarting nli: removed its runs in {job / 'nli'}" in result.stderr
+  assert (rerun / "finished.json").stat().st_mtime_ns != finished and not (job / "nli" / "seed-2").exists()
+  assert "--learning_rate=1e-3" in json.loads((job / "nli" / "recipe.json").read_text(encoding="utf-8"))["flags"]
+
 
 def test_every_recipe_is_a_command_line_its_tool_takes(tmp_path):
   """Each task's recipe (KorQuAD's too, which the job above skips), as planned on files in the official layout:
