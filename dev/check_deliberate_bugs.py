@@ -94,6 +94,16 @@ BUGS = {
         "albert_tf/tasks/squad/korean_scoring.py", 'gold_texts = [answer["text"] for answer in question["answers"]]',
         'gold_texts = [answer["text"] for answer in question["answers"] + question.get("plausible_answers", [])]',
         ["tests/tasks/squad/test_klue_mrc.py", "-k", "scores_are"]),
+    "klue_finished_runs_run_again": Bug(
+        "albert_tf/tasks/klue/benchmark.py",
+        "        if plan.is_finished(seed):",
+        "        if False:",
+        ["tests/tasks/klue/test_run_klue.py", "-k", "two_seeds"]),
+    "klue_population_std": Bug(
+        "albert_tf/tasks/klue/results.py",
+        '"std": statistics.stdev(values.values())',
+        '"std": statistics.pstdev(values.values())',
+        ["tests/tasks/klue/test_run_klue.py", "-k", "two_seeds"]),
     "wos_joint_goal_on_slots_without_values": Bug(
         "albert_tf/tasks/dialogue_state_tracking/metrics.py",
         "joint = sum(set(turn_predicted) == set(turn_gold) for",
