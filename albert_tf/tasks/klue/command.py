@@ -85,6 +85,9 @@ def main(argv):
     unknown = [name for name in values if name not in names]
     if unknown:
       raise OptionError(f"{flag}: unknown task {unknown[0]!r}; the tasks are {', '.join(names)}.")
+  idle = [name for name in FLAGS.restart if name not in chosen]
+  if idle:
+    raise OptionError(f"--restart names {idle[0]}, which --tasks leaves out: nothing would start it again.")
   if FLAGS.seeds < 1:
     raise OptionError(f"--seeds={FLAGS.seeds} must be 1 or more.")
   if not files.is_folder(FLAGS.data_dir):

@@ -219,6 +219,7 @@ def test_tasks_without_files_are_skipped_each_with_a_line_and_a_named_one_is_an_
                             "korquad1."),
     (("--restart=nil",), "--restart: unknown task 'nil'"),
     (("--seeds=0",), "--seeds=0 must be 1 or more."),
+    (("--tasks=ynat", "--restart=nli"), "--restart names nli, which --tasks leaves out"),
     (("--set=learning_rate",), "--set learning_rate: write name=value (every task) or task.name=value"),
     (("--set=nl.learning_rate=1e-3",), "--set nl.learning_rate=1e-3: write name=value"),
     (("--set=nli.num_train_epochs=two",), "--set nli.num_train_epochs=two: a number is needed."),
