@@ -38,12 +38,9 @@ from albert_tf.tasks.klue import results
 from albert_tf.training import run_directory
 
 RECIPE_FILE = "recipe.json"
-FINISHED_FILE = results.FINISHED_FILE
 LOG_FILE = "log.txt"
 EXPORT_FILE = "export.json"
 MODEL_FOLDER = "model"  # a Hugging Face or Google model, converted once for every run
-# The recipe's values that are not flags of a tool: the steps are epochs of the train split's examples.
-EPOCH_SETTINGS = ("num_train_epochs", "warmup_proportion")
 _PROGRESS = re.compile(r"^step (\d+)/(\d+) ")
 
 
@@ -101,10 +98,10 @@ class TaskPlan:
   record: Dict  # recipe.json: what makes two runs of the task comparable
 
   def run_dir(self, seed: int) -> str:
-    return os.path.join(self.task_dir, f"seed-{seed}")
+    return results.run_dir(self.task_dir, seed)
 
   def is_finished(self, seed: int) -> bool:
-    return files.file_exists(os.path.join(self.run_dir(seed), FINISHED_FILE))
+    return results.is_finished(self.task_dir, seed)
 
 
 def _number(task: str, name: str, value) -> float:
@@ -304,7 +301,7 @@ def run_seed(plan: TaskPlan, seed: int, progress: JobProgress) -> None:
     # A later checkpoint scored last: score the best again, so that eval_results.txt holds what the table says.
     run_tool(plan, seed, ["--do_train=false"], progress)
   scores = run_directory.read_eval_results(run_dir)
-  files.write_json(os.path.join(run_dir, FINISHED_FILE), {"seed": seed, "global_step": scores["global_step"]})
+  files.write_json(os.path.join(run_dir, results.FINISHED_FILE), {"seed": seed, "global_step": scores["global_step"]})
   summary = ", ".join(f"{column} {scores[name]:.4f}" for name, column in plan.recipe.metrics if name in scores)
   progress.finish(f"{summary} (step {scores['global_step']})")
 
@@ -312,8 +309,7 @@ def run_seed(plan: TaskPlan, seed: int, progress: JobProgress) -> None:
 def export_best(plan: TaskPlan, seeds: Sequence[int], export_dir: str) -> str:
   """Exports the best checkpoint of the task's best seed (by its primary metric) to `<export_dir>/<task>` (a new
   version there), unless that seed's is the one exported last."""
-  scores = {seed: run_directory.read_eval_results(plan.run_dir(seed)) for seed in seeds}
-  best_seed = max(seeds, key=lambda seed: scores[seed][plan.recipe.primary_metric])
+  best_seed = results.task_results(plan.recipe, plan.task_dir, seeds)["best_seed"]
   destination = os.path.join(export_dir, plan.recipe.name)
   record_file = os.path.join(plan.task_dir, EXPORT_FILE)
   record = {"seed": best_seed, "export_dir": destination}

@@ -20,11 +20,19 @@ RESULTS_NAME = "klue_results"
 FINISHED_FILE = "finished.json"
 
 
+def run_dir(task_dir: str, seed: int) -> str:
+  """The run of a task with `seed`: the task tool's output_dir."""
+  return os.path.join(task_dir, f"seed-{seed}")
+
+
+def is_finished(task_dir: str, seed: int) -> bool:
+  return files.file_exists(os.path.join(run_dir(task_dir, seed), FINISHED_FILE))
+
+
 def task_results(recipe: TaskRecipe, task_dir: str, seeds: Sequence[int]) -> Optional[Dict]:
   """The task's figures over its finished seeds (None before one is finished)."""
-  runs = {seed: os.path.join(task_dir, f"seed-{seed}") for seed in seeds}
-  scores = {seed: run_directory.read_eval_results(run_dir) for seed, run_dir in runs.items()
-            if files.file_exists(os.path.join(run_dir, FINISHED_FILE))}
+  runs = {seed: run_dir(task_dir, seed) for seed in seeds}
+  scores = {seed: run_directory.read_eval_results(runs[seed]) for seed in seeds if is_finished(task_dir, seed)}
   if not scores:
     return None
   metrics = []

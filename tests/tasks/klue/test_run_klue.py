@@ -6,11 +6,8 @@ import csv
 import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import time
 
 import pytest
 
@@ -20,7 +17,7 @@ from albert_tf.modeling import checkpoints as checkpoint_lib
 from albert_tf.tasks.klue import benchmark
 from albert_tf.tasks.klue import recipes
 from albert_tf.training import run_directory
-from tests.conftest import SP8K_MODEL, TOOLS, padded_batch, run_tool, tiny_config
+from tests.conftest import SP8K_MODEL, TOOLS, kill_once_a_checkpoint_is_written, padded_batch, run_tool, tiny_config
 from tests.tasks.klue.klue_data import write_klue_root
 
 # Every task's recipe, shrunk to seconds: 4 examples a batch, one epoch (YNAT two, so that the kill finds a run
@@ -51,23 +48,14 @@ def job_flags(data, model_dir, output_dir, *extra):
   return (f"--data_dir={data}", f"--output_dir={output_dir}", f"--init_checkpoint={model_dir}", *SHRUNK, *extra)
 
 
-def kill_in_the_middle_of(command, run_dir):
-  """Starts `command` and kills it (SIGKILL) once `run_dir` has its first checkpoint, before the run finishes."""
-  process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.time() + 300
-  while not (run_dir / "checkpoint").exists() and process.poll() is None and time.time() < deadline:
-    time.sleep(0.01)
-  process.send_signal(signal.SIGKILL)
-  process.wait()
-  assert not (run_dir / "finished.json").exists(), "the run finished before it could be killed"
-
-
 def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_each_runs_eval_results(klue_job):
   folder, data, model_dir = klue_job
   job = folder / "job"
   flags = job_flags(data, model_dir, job)
-  # Killed while YNAT's second seed is between its two checkpoints (its first seed finished).
-  kill_in_the_middle_of([sys.executable, os.path.join(TOOLS, "run_klue.py"), *flags], job / "ynat" / "seed-2")
+  # Killed once YNAT's second seed wrote its first checkpoint, before its last (its first seed finished): 15
+  # examples / 4 a batch × 2 epochs are 7 steps, saved at 3 and 7.
+  kill_once_a_checkpoint_is_written([sys.executable, os.path.join(TOOLS, "run_klue.py"), *flags],
+                                    job / "ynat" / "seed-2", "model.ckpt-7")
   first_seed = job / "ynat" / "seed-1"
   assert (first_seed / "finished.json").exists()
   finished_before = {name: (first_seed / name).stat().st_mtime_ns for name in ("finished.json", "eval_results.txt")}
@@ -76,7 +64,7 @@ def test_run_klue_runs_every_task_with_two_seeds_resumes_after_kill_and_tables_e
   assert result.returncode == 0, result.stderr[-3000:]
   assert "ynat seed 1: finished before" in result.stderr
   assert {name: (first_seed / name).stat().st_mtime_ns for name in finished_before} == finished_before
-  assert "ynat seed 2: resuming at step 3 " in result.stderr  # 15 examples / 4 a batch × 2 epochs: 7 steps, saved at 3
+  assert "ynat seed 2: resuming at step 3 " in result.stderr
   assert "Resuming from" in (job / "ynat" / "seed-2" / "log.txt").read_text(encoding="utf-8")
   progress = [line for line in result.stderr.splitlines() if line.startswith("klue run ")]
   assert progress[-1].startswith("klue run 16/16 | wos seed 2: done") and progress[-1].endswith("ETA 00:00:00")
