@@ -100,6 +100,15 @@ BAD_TURNS = {
 }
 
 
+def run_tiny_tracker(tmp_path, data_dir):
+  """run_dialogue_state_tracking on `data_dir` for 2 steps of a tiny model, into tmp_path/run."""
+  config = tmp_path / "albert_config.json"
+  tiny_config(**CONFIG).to_json_file(str(config))
+  return run_tool("run_dialogue_state_tracking", "--task_name=wos", f"--data_dir={data_dir}",
+                  f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config}",
+                  f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=64", "--train_step=2")
+
+
 @pytest.mark.parametrize("problem", sorted(BAD_TURNS))
 def test_the_tool_refuses_bad_dialogues_with_one_line_naming_file_dialogue_and_turn(tmp_path, problem):
   folder = write_wos(str(tmp_path / "data"), 3, 2, seed=5, slots=LEARNED_SLOTS)
@@ -108,11 +117,7 @@ def test_the_tool_refuses_bad_dialogues_with_one_line_naming_file_dialogue_and_t
   damage, reason = BAD_TURNS[problem]
   damage(records[1]["dialogue"][2])
   json.dump(records, open(path, "w", encoding="utf-8"), ensure_ascii=False)
-  config = tmp_path / "albert_config.json"
-  tiny_config(**CONFIG).to_json_file(str(config))
-  result = run_tool("run_dialogue_state_tracking", "--task_name=wos", f"--data_dir={folder}",
-                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config}",
-                    f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=64", "--train_step=2")
+  result = run_tiny_tracker(tmp_path, folder)
   assert result.returncode == 2
   lines = result.stderr.strip().splitlines()
   assert lines[-1].startswith(f"error: {path}, dialogue 1 ({records[1]['guid']}), turn 2: "), lines[-1]
@@ -123,11 +128,7 @@ def test_the_tool_refuses_bad_dialogues_with_one_line_naming_file_dialogue_and_t
 def test_the_tool_refuses_a_dialogue_file_as_data_dir(tmp_path):
   # Read as the train and the dev split, it would choose the best checkpoint on training dialogues.
   train = os.path.join(write_wos(str(tmp_path / "data"), 3, 2, seed=5, slots=LEARNED_SLOTS), "wos-v1.1_train.json")
-  config = tmp_path / "albert_config.json"
-  tiny_config(**CONFIG).to_json_file(str(config))
-  result = run_tool("run_dialogue_state_tracking", "--task_name=wos", f"--data_dir={train}",
-                    f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config}",
-                    f"--spm_model_file={SP8K_MODEL}", "--max_seq_length=64", "--train_step=2")
+  result = run_tiny_tracker(tmp_path, train)
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1] == (
       f"error: --data_dir {train} is a file; --task_name=wos reads a folder: the one that holds "
