@@ -228,9 +228,12 @@ def run_command_in_process(define_flags: Callable[[], None], main: Callable, arg
   return _exit_status_in_process(argv[0], argv, define_and_run)
 
 
-def check_command_line(define_flags: Callable[[], None], argv: Sequence[str]) -> None:
+def check_command_line(define_flags: Callable[[], None], argv: Sequence[str],
+                       preflight: Callable[[], None] | None = None) -> None:
   """Parses `argv` with the flags of `define_flags` (in a registry of their own) and raises an OptionError with
-  absl's message if it would not parse: an unknown flag, a bad value, a required flag missing. Nothing runs."""
+  absl's message if it would not parse: an unknown flag, a bad value, a required flag missing. Then
+  `preflight()`, with those flags parsed, checks what the command would refuse before any work (its own errors
+  propagate). Nothing runs."""
   with _fresh_flag_registry():
     define_flags()
     try:
@@ -238,6 +241,8 @@ def check_command_line(define_flags: Callable[[], None], argv: Sequence[str]) ->
       flags.FLAGS.validate_all_flags()
     except flags.Error as error:
       raise OptionError(str(error)) from None
+    if preflight:
+      preflight()
 
 
 def _exit_status_in_process(program: str, argv: Sequence[str], call: Callable[[], None]) -> int:

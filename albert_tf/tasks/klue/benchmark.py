@@ -158,7 +158,8 @@ def plan_task(recipe: recipes_lib.TaskRecipe, folder: str, output_dir: str, mode
   argv = [*recipe.tool_flags, *recipe.data_flags(folder, recipe.train_file, recipe.dev_file), *model.flags(),
           *(f"--{name}={value}" for name, value in sorted(settings.items()))]
   task_dir = os.path.join(output_dir, recipe.name)
-  cli.check_command_line(recipe.tool.define_flags, [recipe.tool.name, *argv, f"--output_dir={task_dir}"])
+  cli.check_command_line(recipe.tool.define_flags, [recipe.tool.name, *argv, f"--output_dir={task_dir}"],
+                         recipe.tool.preflight)
   # The files' sizes too: other data under the same names (another KLUE version) makes other runs.
   sizes = {name: files.file_size(os.path.join(folder, name))
            for name in (recipe.train_file, recipe.dev_file, *recipe.other_files)}

@@ -40,6 +40,7 @@ class Tool:
   define_flags: Callable[[], None]
   main: Callable
   steps_in_epochs: bool = False
+  preflight: Optional[Callable[[], None]] = None  # the command's checks of its parsed flags (`check_command_line`)
 
 
 CLASSIFIER = Tool("run_classifier", classification_command.define_flags, classification_command.main)
@@ -47,9 +48,9 @@ TOKEN_CLASSIFIER = Tool("run_token_classification", token_command.define_flags, 
 PARSER = Tool("run_dependency_parsing", parsing_command.define_flags, parsing_command.main)
 STATE_TRACKER = Tool("run_dialogue_state_tracking", state_tracking_command.define_flags, state_tracking_command.main)
 READER_V1 = Tool("run_squad_v1", functools.partial(squad_command.define_flags, 1), squad_command.main_v1,
-                 steps_in_epochs=True)
+                 steps_in_epochs=True, preflight=functools.partial(squad_command.preflight, 1))
 READER_V2 = Tool("run_squad_v2", functools.partial(squad_command.define_flags, 2), squad_command.main_v2,
-                 steps_in_epochs=True)
+                 steps_in_epochs=True, preflight=functools.partial(squad_command.preflight, 2))
 
 
 def _json_records(path: str) -> int:

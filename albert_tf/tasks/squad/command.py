@@ -109,6 +109,23 @@ def define_flags(version: int):
   FLAGS.set_default("max_seq_length", 384)
 
 
+def particle_analyzer(task: reading_tasks.ReadingTask):
+  """The analyzer that cuts the answers' particles (--trim_particles, by default the task's), or None; its package
+  must be installed (checked without loading it: it loads when the first answers are cut)."""
+  if not (FLAGS.trim_particles or (FLAGS.trim_particles is None and task.trims_particles)):
+    return None
+  pretokenizer = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file).pretokenizer
+  name = particles.analyzer_name(pretokenizer)
+  korean_analyzers.require_extra(name, "--trim_particles (--notrim_particles answers with the model's spans)")
+  return name
+
+
+def preflight(version: int):
+  """What the command checks of its parsed flags beyond absl's before it reads any data (for a job that runs it
+  later: run_klue): the particle analyzer's package."""
+  particle_analyzer(reading_tasks.reading_task(FLAGS.task_name, version))
+
+
 def fine_tune(version: int):
   """Fine-tunes the `SquadObjective` of the flags.
 
@@ -124,13 +141,7 @@ def fine_tune(version: int):
     raise OptionError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1).")
   tokenizer = reading_flags.model_tokenizer()
   task = reading_tasks.reading_task(FLAGS.task_name, version)
-  trim_particles = None  # the analyzer that cuts the answers' particles, or None
-  if FLAGS.trim_particles or (FLAGS.trim_particles is None and task.trims_particles):
-    pretokenizer = finetuning_flags.tokenizer_flags.options_from_flags(FLAGS.spm_model_file).pretokenizer
-    trim_particles = particles.analyzer_name(pretokenizer)
-    # Before training: the analyzer is loaded only when the first answers are cut.
-    korean_analyzers.require_extra(trim_particles, "--trim_particles (--notrim_particles answers with the "
-                                   "model's spans)")
+  trim_particles = particle_analyzer(task)
   settings = squad_objective.SquadSettings(
       version=version, train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       train_feature_file=FLAGS.train_feature_file or os.path.join(FLAGS.output_dir, TRAIN_FEATURE_FILE),

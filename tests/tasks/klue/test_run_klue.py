@@ -223,6 +223,18 @@ def test_bad_options_are_one_error_line_before_any_work(klue_job, tmp_path, extr
   assert not (tmp_path / "job").exists()
 
 
+def test_a_reading_task_without_the_korean_analyzer_is_refused_before_any_run(klue_job, tmp_path, monkeypatch):
+  # MRC cuts its answers' particles with Kiwi by default: without the korean extra its tool would stop only when
+  # its turn came, after the tasks before it.
+  _, data, model_dir = klue_job
+  monkeypatch.setitem(sys.modules, "kiwipiepy", None)
+  result = run_tool("run_klue", *job_flags(data, model_dir, tmp_path / "job"))
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1].startswith("error: --trim_particles (--notrim_particles answers "
+                                                           "with the model's spans) needs the Korean analyzers")
+  assert not (tmp_path / "job").exists()
+
+
 def test_an_output_dir_of_other_files_and_a_missing_model_are_refused(klue_job, tmp_path):
   _, data, model_dir = klue_job
   occupied = tmp_path / "occupied"
